@@ -1,0 +1,29 @@
+# The two commands of the README. Each one sets itself up (a virtual environment in .venv).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: test book gpu-book clean
+
+$(BIN)/.installed: requirements.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $@
+
+## Run every test: tests/ plus every notebook re-executed and compared by nbval.
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest --nbval -q
+
+## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
+book: $(BIN)/.installed
+	$(BIN)/jupyter-book build -W -n --keep-going .
+
+## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
+gpu-book: $(BIN)/.installed
+	$(BIN)/python -m book.execute
+	$(BIN)/jupyter-book build -W -n --keep-going .
+
+clean:
+	rm -rf _build

@@ -1,0 +1,18 @@
+"""Helpers for the book *FP32 matrix multiplication, from a CPU loop to cuBLAS speed*.
+
+Five lines run a kernel the same way on a GPU (CuPy) and without one (the CPU emulator)::
+
+    from book import load_kernel, xp, to_device, to_host
+    kernel = load_kernel("04_tiled.cu", "matmul_tiled", defines={"TILE": 16})
+    A, B, C = to_device(a), to_device(b), xp.full((M, N), xp.nan, dtype=xp.float32)
+    kernel(((N + 15) // 16, (M + 15) // 16), (16, 16), (A, B, C, np.int32(M), np.int32(N), np.int32(K)))
+    c = to_host(C)
+
+Nothing here plots or prints on import.
+"""
+from .cuda_source import KernelSourceError
+from .runtime import (BACKEND, Kernel, KernelCompileError, LaunchError, device_limits,
+                      load_kernel, synchronize, to_device, to_host, xp)
+
+__all__ = ["BACKEND", "Kernel", "KernelCompileError", "KernelSourceError", "LaunchError",
+           "device_limits", "load_kernel", "synchronize", "to_device", "to_host", "xp"]

@@ -1,0 +1,39 @@
+"""Checking a kernel before it is timed (chapter 0): random inputs, NaN-poisoned output,
+relative Frobenius error against a float64 reference. NaN never passes."""
+from __future__ import annotations
+
+import numpy as np
+
+from .runtime import to_device, to_host, xp
+
+TOLERANCE = 1e-5
+"""Largest relative Frobenius error accepted for an FP32 matmul checked against float64."""
+
+
+def random_inputs(M: int, N: int, K: int, seed: int | None = None):
+    """Host float32 A (M x K) and B (K x N), uniform in [-1, 1): never zeros or constants."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    return a, b
+
+
+def relative_error(out, ref) -> float:
+    """||out - ref||_F / ||ref||_F in float64; inf if out holds any NaN or inf."""
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if out.shape != ref.shape:
+        raise ValueError(f"shape mismatch: output {out.shape}, reference {ref.shape}")
+    if not np.isfinite(out).all():
+        return float("inf")
+    scale = np.linalg.norm(ref)
+    return float(np.linalg.norm(out - ref) / (scale if scale else 1.0))
+
+
+def run_matmul(spec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Launch ``spec`` (a registry entry) on host arrays a @ b; C starts as NaN. Returns C."""
+    M, K = a.shape
+    N = b.shape[1]
+    C = xp.full((M, N), xp.nan, dtype=xp.float32)
+    spec.launch(to_device(a), to_device(b), C, M, N, K)
+    return to_host(C)

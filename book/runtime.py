@@ -1,0 +1,295 @@
+"""One launch API for every kernel of the book, on a GPU (CuPy) or on the CPU (emulator).
+
+Introduced in chapter 0. A notebook uses it like this, identically on both backends::
+
+    from book import load_kernel, xp, to_device, to_host
+    kernel = load_kernel("04_tiled.cu", "matmul_tiled", defines={"TILE": 16})
+    A, B = to_device(a), to_device(b); C = xp.full((M, N), xp.nan, dtype=xp.float32)
+    kernel(((N + 15) // 16, (M + 15) // 16), (16, 16), (A, B, C, np.int32(M), np.int32(N), np.int32(K)))
+    c = to_host(C)
+
+The backend is the GPU when CuPy sees one (``cupy.cuda.is_available()``), else the CPU
+emulator; ``BOOK_BACKEND=cpu`` forces the emulator on a GPU host (``=gpu`` insists on a GPU).
+Before every launch the arguments are checked against the kernel's own C signature and the
+launch geometry against the device's limits, with the same errors on both backends.
+"""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from . import cuda_source
+from .cuda_source import KernelSourceError, Param
+
+try:
+    import cupy
+except Exception:  # no CuPy at all: the CPU backend still works
+    cupy = None
+
+
+def _gpu_present() -> bool:
+    try:
+        return cupy is not None and bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+_choice = os.environ.get("BOOK_BACKEND", "").strip().lower()
+if _choice not in ("", "cpu", "gpu"):
+    raise ValueError(f"BOOK_BACKEND={_choice!r}: use 'cpu', 'gpu' or leave it unset")
+if _choice == "gpu" and not _gpu_present():
+    raise RuntimeError("BOOK_BACKEND=gpu, but CuPy sees no GPU")
+
+BACKEND = "gpu" if (_choice == "gpu" or (_choice == "" and _gpu_present())) else "cpu"
+"""'gpu' (CuPy) or 'cpu' (the emulator): which backend runs kernels in this process."""
+
+xp = cupy if BACKEND == "gpu" else np
+"""The array module of the backend: ``cupy`` on a GPU, ``numpy`` on the CPU."""
+
+CPU_ARCH = "sm_90"  # the architecture whose ptxas report the CPU backend shows (an H100/H200)
+
+
+def to_device(a):
+    """Copy a host array to where kernels run (a no-op copy-free view on the CPU backend)."""
+    return xp.asarray(a)
+
+
+def to_host(a) -> np.ndarray:
+    """Copy a backend array back to a NumPy array."""
+    return cupy.asnumpy(a) if BACKEND == "gpu" else np.asarray(a)
+
+
+def synchronize() -> None:
+    """Wait for the GPU to finish queued work (kernels on the CPU backend are synchronous)."""
+    if BACKEND == "gpu":
+        cupy.cuda.get_current_stream().synchronize()
+
+
+class LaunchError(ValueError):
+    """A launch that cannot be made: bad arguments or geometry. The message names the kernel."""
+
+
+class KernelCompileError(RuntimeError):
+    """A kernel source that does not compile; the message carries the compiler's own output."""
+
+
+def device_limits() -> dict[str, int]:
+    """Launch limits of the backend's device (the CPU backend uses an H100/H200's)."""
+    limits = {"max_threads_per_block": 1024, "max_block": (1024, 1024, 64),
+              "max_grid": (2**31 - 1, 65535, 65535), "shared_per_block": 48 * 1024,
+              "shared_per_block_optin": 227 * 1024}
+    if BACKEND == "gpu":
+        attrs = cupy.cuda.Device().attributes
+        limits.update(
+            max_threads_per_block=attrs["MaxThreadsPerBlock"],
+            max_block=(attrs["MaxBlockDimX"], attrs["MaxBlockDimY"], attrs["MaxBlockDimZ"]),
+            max_grid=(attrs["MaxGridDimX"], attrs["MaxGridDimY"], attrs["MaxGridDimZ"]),
+            shared_per_block=attrs["MaxSharedMemoryPerBlock"],
+            shared_per_block_optin=attrs["MaxSharedMemoryPerBlockOptin"])
+    return limits
+
+
+def _dims(value, what: str, name: str, limit: tuple[int, ...]) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise LaunchError(f"{name}: {what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    for axis, d, top in zip("xyz", dims, limit):
+        if d < 1:
+            raise LaunchError(f"{name}: {what} dimension {axis} is {d}; every dimension must be >= 1")
+        if d > top:
+            raise LaunchError(f"{name}: {what} dimension {axis} is {d}, over the device's limit of {top}")
+    return dims
+
+
+def _check_arg(name: str, index: int, param: Param, value) -> None:
+    where = f"{name}: argument {index} '{param.name}' ({param.ctype})"
+    if param.pointer:
+        array_type = cupy.ndarray if BACKEND == "gpu" else np.ndarray
+        if not isinstance(value, array_type):
+            raise LaunchError(f"{where} expects a {array_type.__module__.split('.')[0]} array on "
+                              f"the {BACKEND} backend, got {type(value).__name__} (use to_device)")
+        if value.dtype != param.dtype:
+            raise LaunchError(f"{where} expects a {param.dtype} array, got {value.dtype}")
+        if not value.flags.c_contiguous:
+            raise LaunchError(f"{where} expects a C-contiguous array, got a strided view "
+                              f"(use xp.ascontiguousarray)")
+        address = value.data.ptr if BACKEND == "gpu" else value.ctypes.data
+        if address % param.alignment:
+            raise LaunchError(f"{where} needs {param.alignment}-byte aligned data")
+    else:
+        if not isinstance(value, np.generic):
+            raise LaunchError(f"{where} expects np.{param.dtype}, got Python "
+                              f"{type(value).__name__}; pass np.{param.dtype}(value)")
+        if value.dtype != param.dtype:
+            raise LaunchError(f"{where} expects np.{param.dtype}, got np.{value.dtype}")
+
+
+class Kernel:
+    """A compiled kernel: call it as ``kernel(grid, block, args, shared_mem=0)``."""
+
+    def __init__(self, module: "_Module", name: str):
+        self.module, self.name = module, name
+        self.params: tuple[Param, ...] = module.signatures[name]
+        self._max_dynamic_shared = module.limits["shared_per_block"]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
+        return f"<Kernel {self.name}({args}) from {self.module.filename} on {BACKEND}>"
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        """Shared memory (static + dynamic) a launch may use: 48 KiB unless raised (opt in)."""
+        return self._max_dynamic_shared
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value: int) -> None:
+        top = self.module.limits["shared_per_block_optin"]
+        if not 0 <= int(value) <= top:
+            raise LaunchError(f"{self.name}: max_dynamic_shared_size_bytes={value} is over the "
+                              f"device's opt-in limit of {top} bytes")
+        if BACKEND == "gpu":
+            static = self.attributes["shared_size_bytes"]
+            self.module.function(self.name).max_dynamic_shared_size_bytes = int(value) - static
+        self._max_dynamic_shared = int(value)
+
+    @cached_property
+    def attributes(self) -> dict:
+        """Registers, static shared memory and local memory (spills) as the GPU compiler reports.
+
+        On the GPU, from the loaded binary (CuPy's ``RawKernel.attributes``) plus ptxas's spill
+        counts; on the CPU, from ptxas through NVRTC for sm_90, so no GPU is needed.
+        """
+        return self.module.attributes(self.name)
+
+    def __call__(self, grid, block, args, shared_mem: int = 0) -> None:
+        limits = self.module.limits
+        grid = _dims(grid, "grid", self.name, limits["max_grid"])
+        block = _dims(block, "block", self.name, limits["max_block"])
+        threads = block[0] * block[1] * block[2]
+        if threads > limits["max_threads_per_block"]:
+            raise LaunchError(f"{self.name}: block {block[0]}x{block[1]}x{block[2]} has {threads} "
+                              f"threads, over the limit of {limits['max_threads_per_block']} per block")
+        args = tuple(args)
+        if len(args) != len(self.params):
+            names = ", ".join(p.name for p in self.params)
+            raise LaunchError(f"{self.name} takes {len(self.params)} arguments ({names}), "
+                              f"got {len(args)}")
+        for i, (param, value) in enumerate(zip(self.params, args), start=1):
+            _check_arg(self.name, i, param, value)
+        shared_mem = int(shared_mem)
+        if shared_mem < 0:
+            raise LaunchError(f"{self.name}: shared_mem={shared_mem} is negative")
+        if shared_mem:
+            static = self.module.static_shared(self.name)
+            if static + shared_mem > self._max_dynamic_shared:
+                raise LaunchError(
+                    f"{self.name}: {shared_mem} bytes of dynamic shared memory (+ {static} static) "
+                    f"exceed the {self._max_dynamic_shared}-byte limit per block; a kernel may opt "
+                    f"in to up to {limits['shared_per_block_optin']} bytes by setting "
+                    f"kernel.max_dynamic_shared_size_bytes")
+        self.module.launch(self.name, grid, block, args, self.params, shared_mem)
+
+
+class _Module:
+    """One source file compiled with one set of defines, on the current backend."""
+
+    def __init__(self, path: Path, defines: dict[str, str], options: tuple[str, ...]):
+        self.filename = path.name
+        self.text = cuda_source.read_source(path)
+        self.signatures = cuda_source.kernel_signatures(self.text)
+        self.defines, self.options = defines, options
+        self.gpu_options = tuple(f"-D{k}={v}" for k, v in defines.items()) + options
+        self.limits = device_limits()
+        self._report = None
+        if BACKEND == "gpu":
+            self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
+            self._functions = {}
+        else:
+            from .cpu import CompileError, CpuModule
+            self._report_or_compile_error()  # NVRTC first: the GPU's own compile errors
+            try:
+                self._cpu = CpuModule(self.text, self.filename, list(self.signatures), defines)
+            except CompileError as exc:
+                raise KernelCompileError(str(exc)) from None
+
+    def function(self, name: str):
+        """The CuPy RawKernel (GPU backend), compiled on first use."""
+        if name not in self._functions:
+            try:
+                self._functions[name] = self._raw.get_function(name)
+            except cupy.cuda.compiler.CompileException as exc:
+                raise KernelCompileError(f"{self.filename} does not compile (NVRTC, for {name}):\n{exc}") from None
+        return self._functions[name]
+
+    def _report_or_compile_error(self):
+        if self._report is None:
+            arch = CPU_ARCH
+            if BACKEND == "gpu":
+                arch = "sm_" + cupy.cuda.Device().compute_capability
+            try:
+                self._report = cuda_source.ptxas_report(self.text, self.filename, self.gpu_options, arch)
+            except KernelSourceError as exc:
+                raise KernelCompileError(str(exc)) from None
+            except RuntimeError:
+                if BACKEND == "gpu":
+                    raise
+                self._report = {}  # no NVRTC on this machine: resource report unavailable
+        return self._report
+
+    def attributes(self, name: str) -> dict:
+        report = self._report_or_compile_error().get(name)
+        if BACKEND == "gpu":
+            attrs = dict(self.function(name).attributes)
+            attrs.update({k: report[k] for k in ("spill_stores", "spill_loads", "arch")} if report else {})
+            return attrs
+        if report is None:
+            raise RuntimeError(f"{name}: no resource report without NVRTC; "
+                               f"`pip install -r requirements.txt` provides nvidia-cuda-nvrtc-cu12")
+        return dict(report)
+
+    def static_shared(self, name: str) -> int:
+        if BACKEND == "gpu":
+            return self.function(name).attributes["shared_size_bytes"]
+        report = self._report_or_compile_error().get(name)
+        return report["shared_size_bytes"] if report else 0
+
+    def launch(self, name, grid, block, args, params, shared_mem):
+        if BACKEND == "cpu":
+            self._cpu.launch(name, grid, block, args, params, shared_mem)
+            return
+        try:
+            self.function(name)(grid, block, args, shared_mem=shared_mem)
+        except cupy.cuda.driver.CUDADriverError as exc:
+            raise LaunchError(f"{name}: the launch failed: {exc}") from None
+
+
+_modules: dict[tuple, _Module] = {}
+_kernels: dict[tuple, Kernel] = {}
+
+
+def load_kernel(source: str | Path, name: str, defines: dict | None = None,
+                options: tuple[str, ...] = ()) -> Kernel:
+    """Compile (once) the kernel ``name`` of ``source`` with ``-D`` defines; return it.
+
+    ``source`` is a file in ``book/kernels/`` or a path. ``options`` go to NVRTC on the GPU
+    (e.g. ``("--fmad=false",)``); the CPU build never contracts a*b+c into an FMA.
+    """
+    path = cuda_source.resolve(source)
+    defines = {str(k): str(v) for k, v in (defines or {}).items()}
+    key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())), tuple(options))
+    if key not in _modules:
+        _modules[key] = _Module(path, defines, tuple(options))
+    module = _modules[key]
+    if name not in module.signatures:
+        known = ", ".join(module.signatures) or "none"
+        raise KernelSourceError(f"{path.name} has no extern \"C\" __global__ kernel {name!r} "
+                                f"(it defines: {known})")
+    if BACKEND == "gpu":
+        module.function(name)  # compile now, so compile errors surface at load time
+    if (key, name) not in _kernels:
+        _kernels[key, name] = Kernel(module, name)
+    return _kernels[key, name]

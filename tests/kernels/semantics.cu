@@ -1,0 +1,76 @@
+// semantics.cu -- tiny kernels that pin down CUDA's execution model (tests/test_runtime.py).
+
+// Every thread writes its indices and the launch's dimensions: 12 ints per thread.
+extern "C" __global__ void indices(int* out) {
+    const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const int thread = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    int* o = out + 12 * (block * blockDim.x * blockDim.y * blockDim.z + thread);
+    o[0] = threadIdx.x; o[1] = threadIdx.y; o[2] = threadIdx.z;
+    o[3] = blockIdx.x;  o[4] = blockIdx.y;  o[5] = blockIdx.z;
+    o[6] = blockDim.x;  o[7] = blockDim.y;  o[8] = blockDim.z;
+    o[9] = gridDim.x;   o[10] = gridDim.y;  o[11] = gridDim.z;
+}
+
+// Tree reduction in shared memory: one sum per block (blockDim.x a power of two <= 1024).
+extern "C" __global__ void block_sum(const float* in, float* out, int n) {
+    __shared__ float s[1024];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+// out (cols x rows) = transpose of in (rows x cols), through a padded 16x16 shared tile.
+extern "C" __global__ void transpose_tile(const float* in, float* out, int rows, int cols) {
+    __shared__ float tile[16][17];
+    int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;
+    if (x < cols && y < rows) tile[threadIdx.y][threadIdx.x] = in[y * cols + x];
+    __syncthreads();
+    x = blockIdx.y * 16 + threadIdx.x;
+    y = blockIdx.x * 16 + threadIdx.y;
+    if (x < rows && y < cols) out[y * rows + x] = tile[threadIdx.x][threadIdx.y];
+}
+
+// Threads at or past `live` return before the barrier; the others swap values through
+// shared memory across it (thread t reads what thread live-1-t wrote).
+extern "C" __global__ void early_exit(const float* in, float* out, int live) {
+    __shared__ float s[256];
+    const int t = threadIdx.x;
+    if (t >= live) return;
+    s[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = s[live - 1 - t];
+}
+
+// Each block reverses its chunk of `in` (up to blockDim.x floats) through dynamic shared memory.
+extern "C" __global__ void dynamic_reverse(const float* in, float* out, int n) {
+    extern __shared__ float buf[];
+    const int start = blockIdx.x * blockDim.x, t = threadIdx.x;
+    const int len = min((int)blockDim.x, n - start);
+    if (t < len) buf[t] = in[start + t];
+    __syncthreads();
+    if (t < len) out[start + t] = buf[len - 1 - t];
+}
+
+// 16-byte vector loads and stores: out[i] = 2 * in[i] for n4 float4s.
+extern "C" __global__ void scale_float4(const float4* __restrict__ in, float4* __restrict__ out,
+                                        int n4) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n4) return;
+    const float4 v = in[i];
+    out[i] = make_float4(2.0f * v.x, 2.0f * v.y, 2.0f * v.z, 2.0f * v.w);
+}
+
+// A kernel that needs shared memory: static 1 KiB plus whatever the launch asks for.
+extern "C" __global__ void uses_shared(float* out) {
+    __shared__ float fixed[256];
+    extern __shared__ float extra[];
+    fixed[threadIdx.x] = threadIdx.x;
+    extra[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = fixed[threadIdx.x] + extra[threadIdx.x];
+}

@@ -1,0 +1,32 @@
+"""On a GPU host: the CPU emulator gives bit-for-bit the GPU's results for the semantics kernels."""
+import json
+
+import numpy as np
+import pytest
+
+from book import BACKEND
+from conftest import SEMANTICS, run_with_backend
+
+pytestmark = pytest.mark.skipif(BACKEND != "gpu", reason="needs a GPU to compare against")
+
+PROGRAM = f"""
+import json, numpy as np
+from book import load_kernel, xp, to_device, to_host
+load = lambda name: load_kernel({str(SEMANTICS)!r}, name)
+rng = np.random.default_rng(7)
+x = rng.integers(-50, 50, 1000).astype(np.float32)
+out = {{}}
+o = xp.full(12 * 48, -1, dtype=xp.int32); load("indices")((2, 3, 2), (2, 2, 1), (o,)); out["indices"] = to_host(o).tolist()
+o = xp.full(4, xp.nan, dtype=xp.float32); load("block_sum")(4, 256, (to_device(x), o, np.int32(1000))); out["block_sum"] = to_host(o).tolist()
+o = xp.full(1000, xp.nan, dtype=xp.float32); load("early_exit")(8, 125, (to_device(x), o, np.int32(77))); out["early_exit"] = to_host(o).tolist()
+o = xp.full(1000, xp.nan, dtype=xp.float32); load("dynamic_reverse")(8, 128, (to_device(x), o, np.int32(1000)), shared_mem=512); out["dynamic_reverse"] = to_host(o).tolist()
+o = xp.full(1000, xp.nan, dtype=xp.float32); load("scale_float4")(2, 128, (to_device(x), o, np.int32(250))); out["scale_float4"] = to_host(o).tolist()
+print(json.dumps(out))
+"""
+
+
+def test_cpu_emulator_matches_gpu_bitwise():
+    gpu = json.loads(run_with_backend(PROGRAM, "gpu"))
+    cpu = json.loads(run_with_backend(PROGRAM, "cpu"))
+    for name in gpu:
+        np.testing.assert_array_equal(np.array(cpu[name]), np.array(gpu[name]), err_msg=name)
