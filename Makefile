@@ -14,7 +14,7 @@ $(BIN)/.installed: requirements.txt
 
 ## Run every test: tests/ plus every notebook re-executed and compared by nbval.
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest --nbval -q
+	$(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q
 
 ## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
 book: $(BIN)/.installed

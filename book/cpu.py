@@ -112,35 +112,36 @@ class CompileError(RuntimeError):
 _lock = threading.Lock()
 
 
-class CpuModule:
-    """One compiled source on the CPU: launch any of its kernels."""
-
-    def __init__(self, text: str, filename: str, kernels, defines: dict[str, str]):
-        cmd, version = compiler()
-        unit = _wrapper(text, kernels)
-        args = [*FLAGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
-        key = hashlib.sha256("\0".join([unit, HEADER.read_text(), " ".join(cmd), version,
-                                        *args]).encode()).hexdigest()[:32]
-        lib = cache_dir() / f"{Path(filename).stem}-{key}.so"
-        with _lock:
-            if not lib.exists():
-                self._compile(cmd, args, unit, lib, filename)
-        self.path = lib
-        self._lib = ctypes.CDLL(str(lib))
-
-    @staticmethod
-    def _compile(cmd, args, unit: str, lib: Path, filename: str) -> None:
+def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp") -> Path:
+    """Compile ``unit`` into a shared library in the cache (once per content hash); its path."""
+    cmd, version = compiler()
+    key = hashlib.sha256("\0".join([unit, HEADER.read_text(), " ".join(cmd), version,
+                                    *args]).encode()).hexdigest()[:32]
+    lib = cache_dir() / f"{stem}-{key}.so"
+    with _lock:
+        if lib.exists():
+            return lib
         with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / (Path(filename).stem + ".emu.cpp")
+            src = Path(tmp) / (stem + suffix)
             src.write_text(unit)
             out = Path(tmp) / lib.name
             proc = subprocess.run([*cmd, *args, str(src), "-o", str(out)],
                                   capture_output=True, text=True)
             COMPILES["count"] += 1
             if proc.returncode != 0:
-                raise CompileError(f"{filename}: the C++ compiler ({' '.join(cmd)}) failed:\n"
+                raise CompileError(f"{stem}: the C++ compiler ({' '.join(cmd)}) failed:\n"
                                    f"{proc.stderr.strip()}")
             os.replace(out, lib)  # atomic: a crash never leaves half a library in the cache
+    return lib
+
+
+class CpuModule:
+    """One compiled source on the CPU: launch any of its kernels."""
+
+    def __init__(self, text: str, filename: str, kernels, defines: dict[str, str]):
+        args = [*FLAGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
+        self.path = build_library(_wrapper(text, kernels), Path(filename).stem, args)
+        self._lib = ctypes.CDLL(str(self.path))
 
     def launch(self, kernel: str, grid, block, args, params, shared_mem: int) -> None:
         storage, pointers = [], []

@@ -205,6 +205,7 @@ class _Module:
         self.gpu_options = tuple(f"-D{k}={v}" for k, v in defines.items()) + options
         self.limits = device_limits()
         self._report = None
+        self._report_error = "NVRTC found no such kernel"
         if BACKEND == "gpu":
             self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
             self._functions = {}
@@ -234,10 +235,11 @@ class _Module:
                 self._report = cuda_source.ptxas_report(self.text, self.filename, self.gpu_options, arch)
             except KernelSourceError as exc:
                 raise KernelCompileError(str(exc)) from None
-            except RuntimeError:
+            except RuntimeError as exc:
                 if BACKEND == "gpu":
                     raise
                 self._report = {}  # no NVRTC on this machine: resource report unavailable
+                self._report_error = str(exc)
         return self._report
 
     def attributes(self, name: str) -> dict:
@@ -247,7 +249,7 @@ class _Module:
             attrs.update({k: report[k] for k in ("spill_stores", "spill_loads", "arch")} if report else {})
             return attrs
         if report is None:
-            raise RuntimeError(f"{name}: no resource report without NVRTC; "
+            raise RuntimeError(f"{name}: no resource report ({self._report_error}); "
                                f"`pip install -r requirements.txt` provides nvidia-cuda-nvrtc-cu12")
         return dict(report)
 

@@ -1,0 +1,86 @@
+"""The device's ceilings, measured once per GPU and drawn on every performance plot (chapter 0).
+
+* FP32 FMA peak: ``00_fma_peak.cu``, independent FMA chains in registers;
+* device-to-device copy bandwidth: a large cudaMemcpy, counting bytes read plus bytes written;
+* cuBLAS SGEMM at n = 4096 (``cupy.matmul`` on float32; CuPy uses TF32 only when the environment
+  sets CUPY_TF32=1, which :func:`measure` refuses), checked against float64 like every kernel.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from .measure import sweep, time_launch
+from .runtime import BACKEND, cupy, load_kernel, to_host, xp
+from . import results
+from .device import gpu_slug
+
+CHAPTER = "00_ceilings"
+
+
+def fma_peak(blocks_per_sm: int = 32, threads: int = 256, iters: int = 4096) -> dict:
+    """GFLOP/s of the FMA-chain kernel, after checking its output against the fixed point."""
+    kernel = load_kernel("00_fma_peak.cu", "fma_peak", defines={"CHAINS": 8})
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"] if BACKEND == "gpu" else 1
+    if BACKEND != "gpu":  # the emulator: a token launch that still exercises the check
+        blocks_per_sm, threads, iters = 2, 64, 64
+    blocks = sms * blocks_per_sm
+    out = xp.full(blocks * threads, xp.nan, dtype=xp.float32)
+    b, c = np.float32(0.5), np.float32(1.0)  # fixed point c / (1 - b) = 2
+    args = (out, np.int32(iters), b, c)
+    kernel(blocks, threads, args)
+    worst = float(np.abs(to_host(out) - 2.0).max())
+    if not worst < 1e-3:
+        raise AssertionError(f"fma_peak check failed: max |x - 2| = {worst}")
+    timing = time_launch(lambda: kernel(blocks, threads, args))
+    flops = 2.0 * 8 * iters * blocks * threads
+    return {"ceiling": "fp32_fma_peak", "value": flops / (timing["time_ms"] * 1e6), "unit": "GFLOP/s"}
+
+
+def copy_bandwidth(nbytes: int = 2**30) -> dict:
+    """GB/s of a device-to-device copy of ``nbytes``, counting bytes read plus bytes written."""
+    if BACKEND != "gpu":
+        nbytes = 2**20
+    src = xp.asarray(np.random.default_rng(0).random(nbytes // 4, dtype=np.float32))
+    dst = xp.empty_like(src)
+    if BACKEND == "gpu":
+        copy = lambda: dst.data.copy_from_device_async(src.data, nbytes)  # noqa: E731
+    else:
+        copy = lambda: np.copyto(dst, src)  # noqa: E731
+    timing = time_launch(copy)
+    if not bool((dst == src).all()):
+        raise AssertionError("copy check failed")
+    return {"ceiling": "copy_bandwidth", "value": 2 * nbytes / (timing["time_ms"] * 1e6), "unit": "GB/s"}
+
+
+def cublas(n: int = 4096) -> dict:
+    df = sweep([], [n if BACKEND == "gpu" else 128])
+    row = df.iloc[0]
+    if row.status != "ok":
+        raise AssertionError(f"cuBLAS check failed: {row.to_dict()}")
+    return {"ceiling": "cublas_sgemm", "value": row.gflops, "unit": "GFLOP/s", "n": int(row.M),
+            "rel_error": row.rel_error}
+
+
+def measure() -> pd.DataFrame:
+    """Measure the three ceilings on this device; saved as results on a GPU."""
+    if os.environ.get("CUPY_TF32") == "1":
+        raise RuntimeError("CUPY_TF32=1 lets cuBLAS use TF32; unset it to measure FP32 SGEMM")
+    from .device import device_report
+    from datetime import date
+    rows = [fma_peak(), copy_bandwidth(), cublas()]
+    df = pd.DataFrame(rows).assign(device=device_report()["name"], date=date.today().isoformat())
+    return df
+
+
+def load() -> dict[str, float]:
+    """The ceilings of the GPU whose results the plots show: {name: value}."""
+    try:
+        df = results.load(CHAPTER, gpu_slug() if BACKEND == "gpu" else None)
+    except FileNotFoundError:
+        if BACKEND != "gpu":
+            raise
+        df = results.live_or_recorded(measure(), CHAPTER)
+    return dict(zip(df.ceiling, df.value))

@@ -1,0 +1,77 @@
+"""The device report shown at the top of every chapter and stored with every result (chapter 0)."""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+from functools import lru_cache
+
+from .runtime import BACKEND, cupy
+
+# FP32 lanes per SM by compute capability (CUDA C Programming Guide, "Arithmetic Instructions").
+_FP32_LANES = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128,
+               "10.0": 128, "12.0": 128}
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _smi(field: str) -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits",
+                              "-i", "0"], capture_output=True, text=True, timeout=30)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+@lru_cache(maxsize=None)
+def device_report() -> dict:
+    """Name, compute capability, SMs, clocks, memory, driver/runtime and CuPy versions."""
+    report = {"backend": BACKEND, "host_cpu": cpu_model(), "cpu_cores": os.cpu_count()}
+    if BACKEND == "cpu":
+        report["name"] = "CPU emulator (no GPU)"
+        return report
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    attrs = dev.attributes
+    cc = f"{dev.compute_capability[:-1]}.{dev.compute_capability[-1]}"
+    clock = attrs.get("ClockRate")  # kHz; absent from some CUDA 13 builds: ask nvidia-smi
+    sm_mhz = clock / 1000 if clock else float(_smi("clocks.max.sm") or "nan")
+    mem_clock = attrs.get("MemoryClockRate")
+    report.update({
+        "name": props["name"].decode(),
+        "compute_capability": cc,
+        "sms": attrs["MultiProcessorCount"],
+        "max_sm_clock_mhz": sm_mhz,
+        "max_mem_clock_mhz": mem_clock / 1000 if mem_clock else float(_smi("clocks.max.mem") or "nan"),
+        "memory_gib": round(cupy.cuda.runtime.memGetInfo()[1] / 2**30, 1),
+        "l2_mib": round(attrs["L2CacheSize"] / 2**20, 1),
+        "shared_per_sm_kib": attrs["MaxSharedMemoryPerMultiprocessor"] // 1024,
+        "registers_per_sm": attrs["MaxRegistersPerMultiprocessor"],
+        "driver": _version(cupy.cuda.runtime.driverGetVersion()),
+        "cuda_runtime": _version(cupy.cuda.runtime.runtimeGetVersion()),
+        "cupy": cupy.__version__,
+    })
+    lanes = _FP32_LANES.get(cc)
+    if lanes:  # the datasheet's FP32 peak: every lane one FMA (2 FLOPs) per cycle at max clock
+        report["fp32_peak_gflops_spec"] = round(report["sms"] * lanes * 2 * sm_mhz / 1000, 0)
+    return report
+
+
+def gpu_slug(name: str | None = None) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200': the results folder of a GPU."""
+    return re.sub(r"[^a-z0-9]+", "-", (name or device_report()["name"]).lower()).strip("-")

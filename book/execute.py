@@ -1,0 +1,44 @@
+"""Execute every chapter notebook in place on this machine, in order (``python -m book.execute``).
+
+Run it on a GPU host: each chapter measures, saves ``results/<gpu>/`` and stores its outputs,
+which the HTML book then shows. Prints the time each notebook took.
+
+    python -m book.execute                 # all of notebooks/*.ipynb
+    python -m book.execute 02_naive        # only the notebooks whose names start with these
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def main(prefixes: list[str]) -> int:
+    import nbformat
+    from nbclient import NotebookClient
+
+    paths = sorted(p for p in NOTEBOOKS.glob("*.ipynb")
+                   if not prefixes or p.name.startswith(tuple(prefixes)))
+    total, failed = 0.0, []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        t0 = time.perf_counter()
+        try:
+            NotebookClient(nb, timeout=1800, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+        except Exception as exc:  # keep the stored notebook; go on with the next chapter
+            failed.append(path.name)
+            print(f"{path.name}: FAILED, left unchanged\n{exc}", flush=True)
+            continue
+        seconds = time.perf_counter() - t0
+        total += seconds
+        nbformat.write(nb, path)
+        print(f"{path.name:<28} {seconds:7.1f} s", flush=True)
+    print(f"{'all notebooks':<28} {total:7.1f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

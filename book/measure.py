@@ -1,0 +1,194 @@
+"""Check, then time: the harness every chapter uses (introduced in chapter 0).
+
+:func:`sweep` runs each kernel on fresh random inputs with its output poisoned with NaN,
+compares it with a float64 reference (relative Frobenius error, NaN fails), and only then
+times it: ``cupyx.profiler.benchmark`` (CUDA events, warm-up) on a GPU, the host clock on the
+CPU emulator. A kernel that fails its check is reported as failed and never timed.
+"""
+from __future__ import annotations
+
+import time
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from .check import TOLERANCE
+from .device import device_report
+from .runtime import BACKEND, cupy, synchronize, xp
+
+TARGET_SECONDS = 0.25  # about this much GPU time per measured point
+
+
+def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200) -> dict:
+    """Median and quartiles (ms) of ``fn()``'s device time, after warm-up.
+
+    On a GPU: CUDA events through ``cupyx.profiler.benchmark``; the repeat count is chosen so
+    that the measurement takes about ``target_s``. On the CPU emulator: the host clock.
+    """
+    fn()  # warm-up: module load, first-launch costs
+    synchronize()
+    if BACKEND == "gpu":
+        from cupyx.profiler import benchmark
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        once = cupy.cuda.get_elapsed_time(start, stop) / 1e3
+        n = int(np.clip(target_s / max(once, 1e-6), 5, max_repeat))
+        times = benchmark(fn, n_repeat=n, n_warmup=max(2, n // 10)).gpu_times[0] * 1e3
+    else:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        times = np.array(times)
+    q1, med, q3 = np.percentile(times, [25, 50, 75])
+    return {"time_ms": med, "time_q1_ms": q1, "time_q3_ms": q3, "repeats": len(times)}
+
+
+def relative_error_xp(out, ref) -> float:
+    """||out - ref|| / ||ref|| computed where the arrays live; inf when out has NaN or inf."""
+    if not bool(xp.isfinite(out).all()):
+        return float("inf")
+    diff = out.astype(xp.float64) - ref
+    return float(xp.linalg.norm(diff) / xp.linalg.norm(ref))
+
+
+def fits_in_memory(M: int, N: int, K: int) -> tuple[bool, str]:
+    """Float32 A, B, C plus float64 copies for the reference, against free GPU memory."""
+    need = 12 * (M * K + K * N + M * N)
+    if BACKEND != "gpu":
+        return True, ""
+    free = cupy.cuda.runtime.memGetInfo()[0]
+    return need < 0.8 * free, f"needs {need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"
+
+
+class Baseline:
+    """The library matmul as a pseudo-kernel: cuBLAS SGEMM on a GPU, NumPy's BLAS on the CPU."""
+
+    id = "cublas"
+    label = "cuBLAS SGEMM" if BACKEND == "gpu" else "NumPy BLAS (CPU)"
+
+    @staticmethod
+    def launch(A, B, C, M, N, K) -> None:
+        xp.matmul(A, B, out=C)
+
+
+def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: float = TOLERANCE,
+          progress: bool = False) -> pd.DataFrame:
+    """Check then time every spec at every size; one row per (kernel, size).
+
+    ``sizes`` holds n (for M = N = K = n) or (M, N, K) tuples. Inputs are fresh uniform random
+    numbers in [-1, 1) for every size; the reference is A @ B in float64 on the same device.
+    """
+    specs = list(specs) + ([Baseline()] if baseline else [])
+    device = device_report()["name"]
+    rows = []
+    for size in sizes:
+        M, N, K = (size, size, size) if np.isscalar(size) else size
+        base = {"M": M, "N": N, "K": K, "device": device, "date": date.today().isoformat()}
+        ok, why = fits_in_memory(M, N, K)
+        if not ok:
+            print(f"skipping {M}x{N}x{K}: {why}")
+            rows += [{**base, "kernel": s.id, "label": s.label, "status": f"skipped ({why})"}
+                     for s in specs]
+            continue
+        rng = np.random.default_rng(seed + M * 7 + N * 13 + K)
+        A = xp.asarray(rng.uniform(-1, 1, (M, K)).astype(np.float32))
+        B = xp.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float32))
+        ref = A.astype(xp.float64) @ B.astype(xp.float64)
+        C = xp.empty((M, N), dtype=xp.float32)
+        for spec in specs:
+            row = {**base, "kernel": spec.id, "label": spec.label}
+            C.fill(xp.nan)
+            spec.launch(A, B, C, M, N, K)
+            row["rel_error"] = relative_error_xp(C, ref)
+            if not row["rel_error"] < tolerance:
+                row["status"] = "FAILED check"
+                print(f"{spec.id} at {M}x{N}x{K}: FAILED, relative error {row['rel_error']:.2e}")
+            else:
+                row["status"] = "ok"
+                row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K)))
+                row["gflops"] = 2.0 * M * N * K / (row["time_ms"] * 1e6)
+            rows.append(row)
+            if progress:
+                print(f"{spec.id:>10} {M}x{N}x{K}: {row['status']}, {row.get('gflops', 0):.0f} GFLOP/s")
+        del A, B, C, ref
+    df = pd.DataFrame(rows)
+    return add_cublas_share(df) if baseline else df
+
+
+def add_cublas_share(df: pd.DataFrame) -> pd.DataFrame:
+    """Add 'pct_of_cublas': each row's GFLOP/s over the baseline's at the same (M, N, K)."""
+    if "gflops" not in df:
+        return df
+    base = df[df.kernel == Baseline.id].set_index(["M", "N", "K"])["gflops"]
+    key = pd.MultiIndex.from_frame(df[["M", "N", "K"]])
+    df = df.copy()
+    df["pct_of_cublas"] = 100 * df["gflops"].to_numpy() / base.reindex(key).to_numpy()
+    return df
+
+
+def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> pd.DataFrame:
+    """'ok' or 'FAILED' for every kernel (rows) at every (M, N, K) (columns); nothing timed.
+
+    The table holds no error values, so it reads the same on every backend and GPU.
+    """
+    from .check import random_inputs, relative_error, run_matmul
+    table = {}
+    for M, N, K in sizes:
+        a, b = random_inputs(M, N, K, seed=seed + M + N + K)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        table[f"{M}x{N}x{K}"] = {s.id: "ok" if relative_error(run_matmul(s, a, b), ref) < tolerance
+                                 else "FAILED" for s in specs}
+    return pd.DataFrame(table)
+
+
+def timing_pitfalls(n: int) -> pd.DataFrame:
+    """Time one naive n^3 matmul five ways; only the last two measure the kernel itself.
+
+    The first call uses a define no cache has seen, so it includes compiling the kernel.
+    """
+    from .registry import KERNELS
+    from .runtime import load_kernel
+    spec = KERNELS["naive16"]
+    rng = np.random.default_rng(0)
+    A, B = (xp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32)) for _ in range(2))
+    C = xp.full((n, n), xp.nan, dtype=xp.float32)
+    args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
+    grid = spec.grid(n, n)
+    rows = []
+
+    t0 = time.perf_counter()
+    fresh = load_kernel(spec.source, spec.name, defines={"FRESH_BUILD": time.time_ns()})
+    fresh(grid, spec.block, args)
+    synchronize()
+    rows.append(("first call: compile + launch + wait, host clock", time.perf_counter() - t0))
+
+    kernel = spec.kernel()
+    launch = lambda: kernel(grid, spec.block, args)  # noqa: E731
+    launch()
+    synchronize()
+    t0 = time.perf_counter()
+    launch()
+    rows.append(("host clock around the launch, no synchronize", time.perf_counter() - t0))
+    synchronize()
+    t0 = time.perf_counter()
+    launch()
+    synchronize()
+    rows.append(("host clock around launch + synchronize", time.perf_counter() - t0))
+    if BACKEND == "gpu":
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        rows.append(("CUDA events, one run", cupy.cuda.get_elapsed_time(start, stop) / 1e3))
+    stats = time_launch(launch)
+    rows.append((f"median of {stats['repeats']} runs after warm-up "
+                 f"({'CUDA events' if BACKEND == 'gpu' else 'host clock'})", stats["time_ms"] / 1e3))
+    return pd.DataFrame(rows, columns=["method", "seconds"]).assign(
+        ms=lambda d: (d.seconds * 1e3).round(4)).drop(columns="seconds")

@@ -1,0 +1,53 @@
+"""The check-before-timing harness catches wrong kernels and never times them."""
+import numpy as np
+import pytest
+
+from book import LaunchError
+from book.check import random_inputs, relative_error, run_matmul
+from book.measure import sweep
+from book.registry import KERNELS, KernelSpec
+from conftest import ROOT
+
+BROKEN = str(ROOT / "tests" / "kernels" / "broken.cu")
+
+
+def broken(name):
+    return KernelSpec(name, name, 0, BROKEN, name, (16, 16), (16, 16))
+
+
+@pytest.mark.parametrize("name", ["matmul_wrong", "matmul_skips_row", "matmul_writes_nan"])
+def test_sweep_reports_failure_and_does_not_time(name):
+    df = sweep([broken(name), KERNELS["naive16"]], [(33, 20, 17)], baseline=False)
+    bad, good = df.iloc[0], df.iloc[1]
+    assert bad.status == "FAILED check" and np.isnan(bad.get("time_ms", np.nan))
+    assert good.status == "ok" and good.time_ms > 0 and good.gflops > 0
+
+
+def test_unwritten_and_nan_outputs_are_infinite_error():
+    a, b = random_inputs(20, 18, 7, seed=1)
+    ref = a.astype(np.float64) @ b
+    assert relative_error(run_matmul(broken("matmul_skips_row"), a, b), ref) == float("inf")
+    assert relative_error(run_matmul(broken("matmul_writes_nan"), a, b), ref) == float("inf")
+    assert relative_error(run_matmul(KERNELS["naive16"], a, b), ref) < 1e-6
+
+
+def test_check_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"shape mismatch: output \(3, 4\), reference \(4, 3\)"):
+        relative_error(np.zeros((3, 4)), np.zeros((4, 3)))
+
+
+def test_wrong_dtype_input_is_a_clear_error():
+    a, b = random_inputs(8, 8, 8, seed=2)
+    with pytest.raises(LaunchError, match=r"matmul_naive: argument 1 'A' \(const float\*\) expects "
+                                          r"a float32 array, got float64"):
+        run_matmul(KERNELS["naive16"], a.astype(np.float64), b)
+
+
+def test_cpu_loop_matches_and_rejects_bad_shapes():
+    from book.cpu_loop import c_matmul, python_matmul
+    a, b = random_inputs(7, 5, 3, seed=3)
+    ref = a.astype(np.float64) @ b
+    assert relative_error(c_matmul(a, b), ref) < 1e-6
+    assert relative_error(python_matmul(a, b), ref) < 1e-6
+    with pytest.raises(ValueError, match="do not multiply"):
+        c_matmul(a, b.T)
