@@ -20,7 +20,7 @@ from .device import gpu_slug
 CHAPTER = "00_ceilings"
 
 
-def fma_peak(blocks_per_sm: int = 32, threads: int = 256, iters: int = 4096) -> dict:
+def fma_peak(blocks_per_sm: int = 32, threads: int = 256, iters: int = 16384) -> dict:
     """GFLOP/s of the FMA-chain kernel, after checking its output against the fixed point."""
     kernel = load_kernel("00_fma_peak.cu", "fma_peak", defines={"CHAINS": 8})
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"] if BACKEND == "gpu" else 1

@@ -177,4 +177,7 @@ def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str =
         raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{nvrtc.getProgramLog(prog)}") from exc
     finally:
         nvrtc.destroyProgram(prog)
-    return parse_ptxas_log(log)
+    report = parse_ptxas_log(log)
+    if not report:  # seen with CUDA 13's NVRTC: it no longer passes ptxas -v output to the log
+        raise RuntimeError(f"NVRTC {'.'.join(map(str, nvrtc.getVersion()))} returned no ptxas report")
+    return report

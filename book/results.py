@@ -65,3 +65,10 @@ def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
     recorded = load(chapter)
     print(f"No GPU here: the figures below use results {recorded.attrs['source']}.")
     return recorded
+
+
+def save_figure(fig, name: str) -> None:
+    """Keep a chapter's figure beside its results (on a GPU), e.g. for the README."""
+    if BACKEND == "gpu":
+        results_dir().mkdir(parents=True, exist_ok=True)
+        fig.savefig(results_dir() / f"{name}.png", bbox_inches="tight")

