@@ -20,6 +20,16 @@ from .runtime import BACKEND, cupy, synchronize, xp
 TARGET_SECONDS = 0.25  # about this much GPU time per measured point
 
 
+def event_seconds(fn) -> float:
+    """Seconds of one ``fn()`` on the GPU, between two CUDA events."""
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) / 1e3
+
+
 def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200) -> dict:
     """Median and quartiles (ms) of ``fn()``'s device time, after warm-up.
 
@@ -30,12 +40,7 @@ def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200) -> 
     synchronize()
     if BACKEND == "gpu":
         from cupyx.profiler import benchmark
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        once = cupy.cuda.get_elapsed_time(start, stop) / 1e3
+        once = event_seconds(fn)
         n = int(np.clip(target_s / max(once, 1e-6), 5, max_repeat))
         times = benchmark(fn, n_repeat=n, n_warmup=max(2, n // 10)).gpu_times[0] * 1e3
     else:
@@ -181,12 +186,7 @@ def timing_pitfalls(n: int) -> pd.DataFrame:
     synchronize()
     rows.append(("host clock around launch + synchronize", time.perf_counter() - t0))
     if BACKEND == "gpu":
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        rows.append(("CUDA events, one run", cupy.cuda.get_elapsed_time(start, stop) / 1e3))
+        rows.append(("CUDA events, one run", event_seconds(launch)))
     stats = time_launch(launch)
     rows.append((f"median of {stats['repeats']} runs after warm-up "
                  f"({'CUDA events' if BACKEND == 'gpu' else 'host clock'})", stats["time_ms"] / 1e3))

@@ -11,8 +11,8 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False, "font.size": 10,
     "legend.fontsize": 8.5, "legend.frameon": False, "lines.markersize": 4,
 }
-CEILING_STYLE = {"fp32_fma_peak": ("FP32 FMA peak (measured)", "--"),
-                 "cublas_sgemm": ("cuBLAS SGEMM at 4096 (measured)", ":")}
+CEILING_STYLE = {"fp32_fma_peak": ("FP32 FMA peak (measured)", "--", "bottom"),
+                 "cublas_sgemm": ("cuBLAS SGEMM at 4096 (measured)", ":", "top")}
 
 
 def _source(df: pd.DataFrame) -> str:
@@ -31,10 +31,10 @@ def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: 
             ax.plot(group[x], group[y], marker="o", label=label, **style)
         for key, value in (ceilings or {}).items():
             if key in CEILING_STYLE and y == "gflops":
-                text, ls = CEILING_STYLE[key]
+                text, ls, va = CEILING_STYLE[key]  # labels above / below their lines
                 ax.axhline(value, ls=ls, color="0.35", lw=1)
                 ax.annotate(f"{text}: {value:,.0f}", (0.01, value), xycoords=("axes fraction", "data"),
-                            va="bottom", fontsize=8, color="0.25")
+                            va=va, fontsize=8, color="0.25")
         ax.set_xscale("log", base=2)
         if logy:
             ax.set_yscale("log")
