@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+from datetime import date
 
 import numpy as np
 import pandas as pd
@@ -15,14 +16,15 @@ import pandas as pd
 from .measure import sweep, time_launch
 from .runtime import BACKEND, cupy, load_kernel, to_host, xp
 from . import results
-from .device import gpu_slug
+from .device import device_report, gpu_slug
 
 CHAPTER = "00_ceilings"
+CHAINS = 8  # independent FMA chains per thread in 00_fma_peak.cu
 
 
 def fma_peak(blocks_per_sm: int = 32, threads: int = 256, iters: int = 16384) -> dict:
     """GFLOP/s of the FMA-chain kernel, after checking its output against the fixed point."""
-    kernel = load_kernel("00_fma_peak.cu", "fma_peak", defines={"CHAINS": 8})
+    kernel = load_kernel("00_fma_peak.cu", "fma_peak", defines={"CHAINS": CHAINS})
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"] if BACKEND == "gpu" else 1
     if BACKEND != "gpu":  # the emulator: a token launch that still exercises the check
         blocks_per_sm, threads, iters = 2, 64, 64
@@ -35,7 +37,7 @@ def fma_peak(blocks_per_sm: int = 32, threads: int = 256, iters: int = 16384) ->
     if not worst < 1e-3:
         raise AssertionError(f"fma_peak check failed: max |x - 2| = {worst}")
     timing = time_launch(lambda: kernel(blocks, threads, args))
-    flops = 2.0 * 8 * iters * blocks * threads
+    flops = 2.0 * CHAINS * iters * blocks * threads
     return {"ceiling": "fp32_fma_peak", "value": flops / (timing["time_ms"] * 1e6), "unit": "GFLOP/s"}
 
 
@@ -68,8 +70,6 @@ def measure() -> pd.DataFrame:
     """Measure the three ceilings on this device; saved as results on a GPU."""
     if os.environ.get("CUPY_TF32") == "1":
         raise RuntimeError("CUPY_TF32=1 lets cuBLAS use TF32; unset it to measure FP32 SGEMM")
-    from .device import device_report
-    from datetime import date
     rows = [fma_peak(), copy_bandwidth(), cublas()]
     df = pd.DataFrame(rows).assign(device=device_report()["name"], date=date.today().isoformat())
     return df
