@@ -2,6 +2,8 @@
 
 Plots, tables, tests and the summary all read :data:`KERNELS`, so a kernel added here appears
 everywhere at once. Defined in chapter 2 (naive kernels); each later chapter adds its own.
+Kernels that reproduce a source article's mistake carry a ``bug`` text: the tests expect them to
+fail the check where the bug bites, and they are never timed there.
 """
 from __future__ import annotations
 
@@ -9,7 +11,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runtime import Kernel, load_kernel
+from .runtime import Kernel, LaunchError, load_kernel
+
+MAPPINGS = ("tile", "tile_xrows", "tile_floor", "flat", "row")
+"""How a kernel's grid covers C:
+
+* ``tile``: block (x, y) computes a tile of C; grid x runs along the columns (N), y along rows.
+* ``tile_xrows``: the same with the grid's x along the rows (M) and y along the columns.
+* ``tile_floor``: like ``tile`` but with the block counts rounded down, as sources 002 and 003
+  launch their kernels (sizes assumed to be multiples of the tile).
+* ``flat``: one 1D grid over the M * N elements of C.
+* ``row``: one block per row of C.
+"""
 
 
 def ceil_div(n: int, d: int) -> int:
@@ -28,34 +41,98 @@ class KernelSpec:
     block: tuple[int, int]      # threads per block (x, y)
     tile: tuple[int, int]       # (rows, cols) of C computed by one block
     defines: tuple[tuple[str, int], ...] = ()
-    grid_1d: bool = False       # one flat grid over the M*N elements of C
-    notes: str = field(default="", compare=False)
+    mapping: str = "tile"       # one of MAPPINGS
+    shared_row_of_a: bool = False  # dynamic shared memory: K floats (one row of A)
+    bug: str = field(default="", compare=False)  # a source's mistake this kernel reproduces
+
+    def __post_init__(self):
+        if self.mapping not in MAPPINGS:
+            raise ValueError(f"{self.id}: mapping {self.mapping!r} is not one of {MAPPINGS}")
 
     def kernel(self) -> Kernel:
         return load_kernel(self.source, self.name, defines=dict(self.defines))
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
-        if self.grid_1d:
+        rows, cols = self.tile
+        if self.mapping == "flat":
             return (ceil_div(M * N, self.block[0] * self.block[1]), 1)
-        return (ceil_div(N, self.tile[1]), ceil_div(M, self.tile[0]))
+        if self.mapping == "row":
+            return (M, 1)
+        if self.mapping == "tile_xrows":
+            return (ceil_div(M, rows), ceil_div(N, cols))
+        if self.mapping == "tile_floor":
+            if M < rows or N < cols:
+                raise LaunchError(f"{self.id}: rounds the grid down, so M = {M} and N = {N} must "
+                                  f"be at least the tile ({rows} x {cols})")
+            return (N // cols, M // rows)
+        return (ceil_div(N, cols), ceil_div(M, rows))
+
+    def shared_mem(self, K: int) -> int:
+        """Bytes of dynamic shared memory for one launch: K floats, rounded up to 16 bytes.
+
+        The compiler reads the row in 16-byte vectors (LDS.128), and the last vector of a row
+        whose length is not a multiple of 4 floats reaches past it; compute-sanitizer's memcheck
+        reports that read as out of bounds unless the allocation covers it.
+        """
+        return 16 * ceil_div(K, 4) if self.shared_row_of_a else 0
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
-        self.kernel()(self.grid(M, N), self.block, (A, B, C, np.int32(M), np.int32(N), np.int32(K)))
+        self.kernel()(self.grid(M, N), self.block, (A, B, C, np.int32(M), np.int32(N), np.int32(K)),
+                      shared_mem=self.shared_mem(K))
 
 
 def _naive(b: int) -> KernelSpec:
     return KernelSpec(f"naive{b}", f"naive {b}x{b}", 2, "02_naive.cu", "matmul_naive", (b, b), (b, b))
 
 
-def _tiled(t: int) -> KernelSpec:
-    return KernelSpec(f"tiled{t}", f"tiled TILE={t}", 4, "04_tiled.cu", "matmul_tiled", (t, t), (t, t),
-                      defines=(("TILE", t),))
+def _xrows(b: int) -> KernelSpec:
+    return KernelSpec(f"xrows{b}", f"naive {b}x{b}, threadIdx.x along rows", 3, "03_coalescing.cu",
+                      "matmul_naive_xrows", (b, b), (b, b), mapping="tile_xrows")
+
+
+def _tiled(t: int, source: str = "04_tiled.cu", name: str = "matmul_tiled", id: str = "tiled",
+           label: str = "tiled TILE={t}", chapter: int = 4, **kw) -> KernelSpec:
+    defines = (("TILE", t),) + kw.pop("defines", ())
+    return KernelSpec(f"{id}{t}", label.format(t=t), chapter, source, name, (t, t), (t, t),
+                      defines=defines, **kw)
 
 
 KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _naive(8), _naive(16), _naive(32),
     KernelSpec("naive1d", "naive, 1D grid (256)", 2, "02_naive.cu", "matmul_naive_1d", (256, 1),
-               (1, 1), grid_1d=True),
+               (1, 1), mapping="flat"),
+    _xrows(16), _xrows(32),
     _tiled(8), _tiled(16), _tiled(32),
+    KernelSpec("rowA", "one row of A in shared memory (256)", 4, "04_row_shared.cu",
+               "matmul_row_shared", (256, 1), (1, 0), mapping="row", shared_row_of_a=True),  # all N columns
+    _tiled(16, "04_tiled_bugs.cu", "matmul_tiled_src000", "src000_",
+           "source 000 tiled {t}x{t} (C stored in the loop, tiles transposed)"),
+    _tiled(16, "04_tiled_bugs.cu", "matmul_tiled_src001", "src001_",
+           "source 001 tiled {t}x{t} (loops gridDim.x times)",
+           bug="loops over gridDim.x (the tiles along N): wrong when K needs more tiles than N"),
+    _tiled(16, "04_tiled_bugs.cu", "matmul_tiled_divisible", "divisible",
+           "tiled {t}x{t}, sizes assumed multiples of {t} (sources 002, 003)", mapping="tile_floor",
+           bug="no bounds: leaves out the last rows, columns and K terms unless TILE divides M, N, K"),
+    _tiled(16, "05_bank_conflicts.cu", "matmul_tiled_tstore", "tstore", "tiled {t}, A tile stored transposed",
+           chapter=5, defines=(("PAD", 0),)),
+    _tiled(32, "05_bank_conflicts.cu", "matmul_tiled_tstore", "tstore", "tiled {t}, A tile stored transposed",
+           chapter=5, defines=(("PAD", 0),)),
+    _tiled(16, "05_bank_conflicts.cu", "matmul_tiled_tstore", "tstore_pad", "tiled {t}, transposed, padded [{t}][{t}+1]",
+           chapter=5, defines=(("PAD", 1),)),
+    _tiled(32, "05_bank_conflicts.cu", "matmul_tiled_tstore", "tstore_pad", "tiled {t}, transposed, padded [{t}][{t}+1]",
+           chapter=5, defines=(("PAD", 1),)),
+    _tiled(16, "05_bank_conflicts.cu", "matmul_tiled_src001_tstore", "src001_tstore",
+           "source 001's bank-conflict kernel {t}x{t}", chapter=5,
+           bug="swaps the load indices with the store indices: loads diagonal elements only"),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
+
+
+def chapter_kernels(chapter: int, *, with_bugs: bool = False) -> list[KernelSpec]:
+    """The kernels a chapter adds, in registry order (without the buggy ones unless asked)."""
+    return [s for s in KERNELS.values() if s.chapter == chapter and (with_bugs or not s.bug)]
+
+
+def correct_kernels() -> list[KernelSpec]:
+    """Every kernel that does not reproduce a source's bug: these must pass every check."""
+    return [s for s in KERNELS.values() if not s.bug]

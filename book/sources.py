@@ -8,18 +8,24 @@ import pandas as pd
 DATA = Path(__file__).resolve().parent / "data"
 
 
+def source003(table: str = "naive") -> pd.DataFrame:
+    """Source 003's GFLOP/s table ('naive' or 'tiled'): rows n, columns block size ('8x8', ...)."""
+    return pd.read_csv(DATA / f"source003_{table}.csv", comment="#", index_col="n")
+
+
 def source003_naive() -> pd.DataFrame:
-    """Source 003's GFLOP/s of the naive kernel: rows n, columns block size ('8x8', ...)."""
-    return pd.read_csv(DATA / "source003_naive.csv", comment="#", index_col="n")
+    """Source 003's GFLOP/s of the naive kernel (chapter 2)."""
+    return source003("naive")
 
 
-def beside_source003(df: pd.DataFrame) -> pd.DataFrame:
-    """Our GFLOP/s of naive8/16/32 next to source 003's, by n (M = N = K)."""
-    ours = (df[df.kernel.isin(["naive8", "naive16", "naive32"]) & (df.status == "ok")]
-            .assign(block=lambda d: d.kernel.str.removeprefix("naive").map(lambda b: f"{b}x{b}"))
+def beside_source003(df: pd.DataFrame, table: str = "naive") -> pd.DataFrame:
+    """Our GFLOP/s of naive8/16/32 (or tiled8/16/32) next to source 003's, by n (M = N = K)."""
+    ids = [f"{table}{b}" for b in (8, 16, 32)]
+    ours = (df[df.kernel.isin(ids) & (df.status == "ok")]
+            .assign(block=lambda d: d.kernel.str.removeprefix(table).map(lambda b: f"{b}x{b}"))
             .pivot_table(index="M", columns="block", values="gflops"))
-    ours = ours.reindex(columns=[c for c in source003_naive().columns if c in ours.columns])
-    src = source003_naive()
-    table = pd.concat({"source 003 (published)": src, "ours (measured)": ours}, axis=1)
-    table.index.name = "n"
-    return table.round(1)
+    src = source003(table)
+    ours = ours.reindex(columns=[c for c in src.columns if c in ours.columns])
+    both = pd.concat({"source 003 (published)": src, "ours (measured)": ours}, axis=1)
+    both.index.name = "n"
+    return both.round(1)

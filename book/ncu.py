@@ -1,0 +1,126 @@
+"""Hardware counters from Nsight Compute (``ncu``), read for the book's own launches (chapter 3).
+
+:func:`profile` runs ``ncu`` on a child Python process that launches the given kernels once each
+(``python -m book.ncu '<json>'``) and returns one row per launch with the requested metrics.
+:func:`counters` is what a notebook calls: it profiles on a GPU host that has ``ncu`` and saves
+the counters with the chapter's results; elsewhere it returns the counters recorded on a GPU, or
+None (with the reason printed) when there are none.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+
+from .runtime import BACKEND
+
+GLOBAL_SECTORS = {
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "load_requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "load_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "store_requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "store_sectors",
+}
+"""L1 global-memory requests (warp instructions) and 32-byte sectors, loads and stores."""
+
+MEMORY_BYTES = {
+    "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum": "l1_load_bytes",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
+    "dram__bytes_read.sum": "dram_read_bytes",
+}
+"""Bytes the threads' loads asked L1 for, sectors L1 read from L2, bytes read from DRAM."""
+
+BANK_CONFLICTS = {
+    "smsp__sass_inst_executed_op_shared_ld.sum": "shared_load_instructions",
+    "smsp__sass_inst_executed_op_shared_st.sum": "shared_store_instructions",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared_load_wavefronts",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared_store_wavefronts",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared_load_bank_conflicts",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared_store_bank_conflicts",
+}
+"""Shared-memory instructions, wavefronts and bank conflicts -- the modern names of nvprof's
+``shared_ld_bank_conflict`` / ``shared_st_bank_conflict`` events used by source 001."""
+
+
+class NcuError(RuntimeError):
+    """ncu is missing, not permitted to read counters, or its output could not be read."""
+
+
+def ncu_path() -> str | None:
+    return shutil.which("ncu") or next(
+        (p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+
+
+def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str, str],
+            timeout: int = 900) -> pd.DataFrame:
+    """Profile each (kernel id, (M, N, K)) launch once; one row per launch, metrics renamed."""
+    ncu = ncu_path()
+    if BACKEND != "gpu" or ncu is None:
+        raise NcuError("ncu needs a GPU and Nsight Compute's `ncu` on the PATH")
+    plan = json.dumps([[k, list(size)] for k, size in launches])
+    cmd = [ncu, "--metrics", ",".join(metrics), "--csv", "--print-units", "base",
+           "--kernel-name", "regex:^matmul", sys.executable, "-m", "book.ncu", plan]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, BOOK_BACKEND="gpu"))
+    text = proc.stdout + proc.stderr
+    if "ERR_NVGPUCTRPERM" in text:
+        raise NcuError("ncu is not permitted to read the GPU's performance counters "
+                       "(ERR_NVGPUCTRPERM); see NVIDIA's note on that error")
+    csv = "\n".join(line for line in proc.stdout.splitlines() if line.startswith('"'))
+    if proc.returncode != 0 or not csv:
+        raise NcuError(f"ncu failed (exit {proc.returncode}):\n{text[-3000:]}")
+    raw = pd.read_csv(io.StringIO(csv), thousands=",")
+    table = raw.pivot_table(index="ID", columns="Metric Name", values="Metric Value",
+                            aggfunc="first").sort_index()
+    if len(table) != len(launches):
+        raise NcuError(f"ncu profiled {len(table)} kernels for {len(launches)} launches")
+    table = table.rename(columns=metrics)[list(metrics.values())].astype(float)
+    table.insert(0, "kernel", [k for k, _ in launches])
+    for i, axis in enumerate("MNK"):
+        table.insert(1 + i, axis, [size[i] for _, size in launches])
+    return table.reset_index(drop=True)
+
+
+def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | None:
+    """Counters for these launches: measured now (GPU with ncu; saved as results ``name``),
+    else recorded on a GPU, else None. Prints where they come from."""
+    from . import results
+    if BACKEND == "gpu":
+        try:
+            df = profile(launches, metrics)
+        except NcuError as exc:
+            print(f"No hardware counters: {exc}")
+            return None
+        df["device"] = results.device_report()["name"]
+        df["date"] = pd.Timestamp.today().date().isoformat()
+        results.save(df, name)
+        print(f"Counters measured now with ncu on {df.device.iloc[0]}.")
+        return df
+    try:
+        df = results.load(name)
+    except FileNotFoundError:
+        print("No GPU here and no recorded counters: the model is shown alone.")
+        return None
+    print(f"No GPU here: hardware counters {df.attrs['source']} (ncu).")
+    return df
+
+
+def _run(plan: list) -> None:
+    """Child process: launch every planned kernel once on fresh random inputs."""
+    from .check import random_inputs
+    from .registry import KERNELS
+    from .runtime import synchronize, to_device, xp
+    for kernel_id, (M, N, K) in plan:
+        a, b = random_inputs(M, N, K, seed=0)
+        C = xp.full((M, N), np.nan, dtype=np.float32)
+        KERNELS[kernel_id].launch(to_device(a), to_device(b), C, M, N, K)
+        synchronize()
+
+
+if __name__ == "__main__":
+    _run(json.loads(sys.argv[1]))

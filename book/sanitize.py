@@ -1,0 +1,88 @@
+"""Run every registered kernel under compute-sanitizer (memcheck and racecheck) on a GPU host.
+
+    python -m book.sanitize                  # all kernels, both tools
+    python -m book.sanitize tiled16 rowA     # only these kernels
+
+Each tool runs once over one child process that launches every kernel at odd and non-square
+sizes (plus the shared-memory microbenchmark), printing a marker before each launch, so every
+sanitizer report is attributed to the launch it follows. Prints a table of errors per kernel
+and tool; exits 1 if any kernel has an error.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SIZES = [(65, 64, 63), (33, 100, 17), (100, 37, 129)]
+TOOLS = ("memcheck", "racecheck")
+MARK = "@@launch "
+ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|Out-of-range)"
+
+
+def _target(ids: list[str]) -> None:
+    import numpy as np
+
+    from .check import random_inputs
+    from .registry import KERNELS
+    from .runtime import load_kernel, synchronize, to_device, xp
+    for kernel_id in ids:
+        for M, N, K in SIZES:
+            print(f"{MARK}{kernel_id} {M}x{N}x{K}", flush=True)
+            a, b = random_inputs(M, N, K, seed=0)
+            C = xp.full((M, N), np.nan, dtype=np.float32)
+            KERNELS[kernel_id].launch(to_device(a), to_device(b), C, M, N, K)
+            synchronize()
+    print(f"{MARK}smem_stride strides 1..33", flush=True)
+    kernel, out = load_kernel("05_bank_conflicts.cu", "smem_stride"), xp.zeros(4, np.float32)
+    for s in range(1, 34):
+        kernel((4,), (256,), (out, np.int32(s), np.int32(64)))
+    synchronize()
+    print(f"{MARK}end", flush=True)
+
+
+def run(ids: list[str], tools=TOOLS) -> dict[tuple[str, str], int]:
+    """{(launch, tool): number of sanitizer errors reported after that launch}."""
+    sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+    counts = {}
+    for tool in tools:
+        cmd = [sanitizer, "--tool", tool, "--print-limit", "20", sys.executable, "-m",
+               "book.sanitize", "--target", *ids]
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              env=dict(os.environ, BOOK_BACKEND="gpu"))
+        current = "startup"
+        for line in proc.stdout.splitlines():
+            if line.startswith(MARK):
+                current = line[len(MARK):].split()[0]
+                counts.setdefault((current, tool), 0)
+            elif current != "end" and re.match(ERROR_LINE, line):
+                counts[(current, tool)] = counts.get((current, tool), 0) + 1
+                print(f"[{tool}] {current}: {line}")
+        summary = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+)", proc.stdout)
+        print(f"{tool}: exit {proc.returncode}, ERROR SUMMARY {summary or 'missing'}", flush=True)
+        if proc.returncode != 0 or not summary:
+            print(proc.stdout[-3000:], proc.stderr[-3000:])
+            counts[("(run)", tool)] = counts.get(("(run)", tool), 0) + 1
+    return counts
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--target"]:
+        _target(argv[1:])
+        return 0
+    from .registry import KERNELS
+    ids = argv or list(KERNELS)
+    counts = run(ids)
+    names = sorted({k for k, _ in counts if k not in ("end",)}, key=lambda k: (k not in ids, k))
+    print(f"\n{'kernel':<16}" + "".join(f"{t:>11}" for t in TOOLS))
+    for name in names:
+        print(f"{name:<16}" + "".join(f"{counts.get((name, t), '-'):>11}" for t in TOOLS))
+    bad = sum(v for (name, _), v in counts.items() if name != "end")
+    print(f"\nsizes {SIZES}; {'no errors' if not bad else f'{bad} errors'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
