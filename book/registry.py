@@ -97,6 +97,17 @@ def _tiled(t: int, source: str = "04_tiled.cu", name: str = "matmul_tiled", id: 
                       defines=defines, **kw)
 
 
+REGTILE_CONFIGS = [(64, 64, 8, 4, 4), (64, 64, 8, 8, 8), (128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
+                   (128, 128, 16, 8, 8)]
+"""(BM, BN, BK, TM, TN) of the 2D register-tiled kernels of chapter 6."""
+
+
+def _regtile(bm: int, bn: int, bk: int, tm: int, tn: int) -> KernelSpec:
+    return KernelSpec(f"reg{bm}x{bn}x{bk}_{tm}x{tn}", f"2D register tile {bm}x{bn}x{bk}, {tm}x{tn} per thread",
+                      6, "06_regtile.cu", "matmul_regtile", ((bm // tm) * (bn // tn), 1), (bm, bn),
+                      defines=(("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn)))
+
+
 KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _naive(8), _naive(16), _naive(32),
     KernelSpec("naive1d", "naive, 1D grid (256)", 2, "02_naive.cu", "matmul_naive_1d", (256, 1),
@@ -124,6 +135,10 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _tiled(16, "05_bank_conflicts.cu", "matmul_tiled_src001_tstore", "src001_tstore",
            "source 001's bank-conflict kernel {t}x{t}", chapter=5,
            bug="swaps the load indices with the store indices: loads diagonal elements only"),
+    *[KernelSpec(f"coarse{o}", f"tiled 32, {o} outputs per thread", 6, "06_coarsen.cu",
+                 "matmul_coarse", (32, 32 // o), (32, 32), defines=(("TILE", 32), ("OUT", o)))
+      for o in (1, 2, 4, 8, 16, 32)],
+    *[_regtile(*cfg) for cfg in REGTILE_CONFIGS],
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
 
