@@ -12,9 +12,9 @@ $(BIN)/.installed: requirements.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
-## Run every test: tests/ plus every notebook re-executed and compared by nbval.
+## Run every test: tests/ plus every notebook re-executed and compared by nbval (results/ untouched).
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q
+	BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q
 
 ## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
 book: $(BIN)/.installed

@@ -98,7 +98,8 @@ def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | Non
             return None
         df["device"] = results.device_report()["name"]
         df["date"] = pd.Timestamp.today().date().isoformat()
-        results.save(df, name)
+        if results.saving():
+            results.save(df, name)
         print(f"Counters measured now with ncu on {df.device.iloc[0]}.")
         return df
     try:

@@ -18,6 +18,13 @@ from .runtime import BACKEND
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
+def saving() -> bool:
+    """Whether live measurements are written to results/: on a GPU, unless BOOK_SAVE_RESULTS=0
+    (set by ``make test``, so that re-executing the notebooks under nbval never rewrites the
+    results that the stored notebooks show)."""
+    return BACKEND == "gpu" and os.environ.get("BOOK_SAVE_RESULTS", "1") != "0"
+
+
 def results_dir(slug: str | None = None) -> Path:
     return RESULTS / (slug or gpu_slug())
 
@@ -58,7 +65,8 @@ def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
 def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
     """On a GPU: save these live measurements and return them. Without one: the recorded ones."""
     if BACKEND == "gpu":
-        save(df, chapter)
+        if saving():
+            save(df, chapter)
         df.attrs.update(source=f"measured now on {device_report()['name']}, {df['date'].iloc[0]}",
                         device=device_report())
         return df
@@ -69,6 +77,6 @@ def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
 
 def save_figure(fig, name: str) -> None:
     """Keep a chapter's figure beside its results (on a GPU), e.g. for the README."""
-    if BACKEND == "gpu":
+    if saving():
         results_dir().mkdir(parents=True, exist_ok=True)
         fig.savefig(results_dir() / f"{name}.png", bbox_inches="tight")
