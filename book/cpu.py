@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 
 HEADER = Path(__file__).resolve().parent / "include" / "cuda_emu.h"
-FLAGS = ("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wno-unknown-pragmas",
-         "-Wno-attributes")
+# -ffp-contract=off: a * b + c is never fused into an FMA (chapter 7 compares with the GPU's FMA).
+FLAGS = ("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
+         "-Wno-unknown-pragmas", "-Wno-attributes")
 COMPILES = {"count": 0}  # number of real compiler runs in this process (tests read it)
 
 # What the header needs from the C++ library; a compiler whose library lacks it is skipped.

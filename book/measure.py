@@ -83,12 +83,18 @@ class Baseline:
 
 
 def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: float = TOLERANCE,
-          progress: bool = False) -> pd.DataFrame:
+          progress: bool = False, ld_align: int = 1) -> pd.DataFrame:
     """Check then time every spec at every size; one row per (kernel, size).
 
     ``sizes`` holds n (for M = N = K = n) or (M, N, K) tuples. Inputs are fresh uniform random
     numbers in [-1, 1) for every size; the reference is A @ B in float64 on the same device.
+
+    ``ld_align`` > 1 (chapter 7; kernels with ``leading_dims`` only, no baseline): every row of
+    A, B and C starts at a multiple of ``ld_align`` floats. The padding between rows holds NaN,
+    so a kernel that reads it fails the check, and C's padding must still be NaN afterwards.
     """
+    if ld_align > 1 and (baseline or not all(s.leading_dims for s in specs)):
+        raise ValueError("ld_align > 1 needs kernels with leading_dims and baseline=False")
     specs = list(specs) + ([Baseline()] if baseline else [])
     device = device_report()["name"]
     rows = []
@@ -105,15 +111,19 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
         A = xp.asarray(rng.uniform(-1, 1, (M, K)).astype(np.float32))
         B = xp.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float32))
         ref = A.astype(xp.float64) @ B.astype(xp.float64)
-        C = xp.empty((M, N), dtype=xp.float32)
+        A, B = padded(A, ld_align), padded(B, ld_align)
+        C = xp.empty((M, padded_length(N, ld_align)), dtype=xp.float32)
+        base.update(lda=A.shape[1], ldb=B.shape[1], ldc=C.shape[1])
         for spec in specs:
             row = {**base, "kernel": spec.id, "label": spec.label}
             C.fill(xp.nan)
             spec.launch(A, B, C, M, N, K)
-            row["rel_error"] = relative_error_xp(C, ref)
-            if not row["rel_error"] < tolerance:
+            row["rel_error"] = relative_error_xp(C[:, :N], ref)
+            outside = not bool(xp.isnan(C[:, N:]).all())
+            if outside or not row["rel_error"] < tolerance:
                 row["status"] = "FAILED check"
-                print(f"{spec.id} at {M}x{N}x{K}: FAILED, relative error {row['rel_error']:.2e}")
+                why = "wrote into C's row padding" if outside else f"relative error {row['rel_error']:.2e}"
+                print(f"{spec.id} at {M}x{N}x{K}: FAILED, {why}")
             else:
                 row["status"] = "ok"
                 row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K)))
@@ -124,6 +134,21 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
         del A, B, C, ref
     df = pd.DataFrame(rows)
     return add_cublas_share(df) if baseline else df
+
+
+def padded_length(n: int, align: int) -> int:
+    """n rounded up to a multiple of ``align`` (a leading dimension, in elements)."""
+    return -(-n // align) * align
+
+
+def padded(a, align: int):
+    """``a`` (rows x cols) copied into rows of ``padded_length(cols, align)`` elements; the padding
+    holds NaN. With ``align`` = 1, ``a`` itself (chapter 7)."""
+    if align <= 1:
+        return a
+    out = xp.full((a.shape[0], padded_length(a.shape[1], align)), xp.nan, dtype=a.dtype)
+    out[:, :a.shape[1]] = a
+    return out
 
 
 def add_cublas_share(df: pd.DataFrame) -> pd.DataFrame:

@@ -43,6 +43,8 @@ class KernelSpec:
     defines: tuple[tuple[str, int], ...] = ()
     mapping: str = "tile"       # one of MAPPINGS
     shared_row_of_a: bool = False  # dynamic shared memory: K floats (one row of A)
+    leading_dims: bool = False  # takes lda, ldb, ldc after M, N, K (rows may be padded)
+    options: tuple[str, ...] = ()  # NVRTC options, e.g. ("--fmad=false",)
     bug: str = field(default="", compare=False)  # a source's mistake this kernel reproduces
 
     def __post_init__(self):
@@ -50,7 +52,7 @@ class KernelSpec:
             raise ValueError(f"{self.id}: mapping {self.mapping!r} is not one of {MAPPINGS}")
 
     def kernel(self) -> Kernel:
-        return load_kernel(self.source, self.name, defines=dict(self.defines))
+        return load_kernel(self.source, self.name, defines=dict(self.defines), options=self.options)
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
         rows, cols = self.tile
@@ -76,9 +78,30 @@ class KernelSpec:
         """
         return 16 * ceil_div(K, 4) if self.shared_row_of_a else 0
 
+    def row_lengths(self, A, B, C, M: int, N: int, K: int) -> tuple[int, int, int]:
+        """(lda, ldb, ldc): the row lengths of the arrays, checked against M, N, K.
+
+        A kernel without ``leading_dims`` needs A, B, C of exactly (M, K), (K, N), (M, N); one
+        with it takes arrays whose rows are padded: (M, lda >= K), (K, ldb >= N), (M, ldc >= N).
+        """
+        lds = []
+        for name, array, rows, cols in (("A", A, M, K), ("B", B, K, N), ("C", C, M, N)):
+            shape = tuple(getattr(array, "shape", ()))
+            ok = len(shape) == 2 and shape[0] == rows and (
+                shape[1] >= cols if self.leading_dims else shape[1] == cols)
+            if not ok:
+                want = f"({rows}, >= {cols})" if self.leading_dims else f"({rows}, {cols})"
+                raise LaunchError(f"{self.id}: {name} has shape {shape}; for M={M}, N={N}, K={K} "
+                                  f"it must be {want}")
+            lds.append(shape[1])
+        return tuple(lds)
+
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
-        self.kernel()(self.grid(M, N), self.block, (A, B, C, np.int32(M), np.int32(N), np.int32(K)),
-                      shared_mem=self.shared_mem(K))
+        lds = self.row_lengths(A, B, C, M, N, K)
+        args = (A, B, C, np.int32(M), np.int32(N), np.int32(K))
+        if self.leading_dims:
+            args += tuple(np.int32(ld) for ld in lds)
+        self.kernel()(self.grid(M, N), self.block, args, shared_mem=self.shared_mem(K))
 
 
 def _naive(b: int) -> KernelSpec:
@@ -139,6 +162,15 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
                  "matmul_coarse", (32, 32 // o), (32, 32), defines=(("TILE", 32), ("OUT", o)))
       for o in (1, 2, 4, 8, 16, 32)],
     *[_regtile(*cfg) for cfg in REGTILE_CONFIGS],
+    KernelSpec("kahan_naive16", "naive 16x16, Kahan summation", 7, "07_kahan.cu",
+               "matmul_naive_kahan", (16, 16), (16, 16)),
+    _tiled(16, "07_kahan.cu", "matmul_tiled_kahan", "kahan_tiled", "tiled {t}, Kahan summation",
+           chapter=7),
+    KernelSpec("rowA_ld", "one row of A in shared memory (256), leading dimensions", 7,
+               "07_pitched.cu", "matmul_row_shared_ld", (256, 1), (1, 0), mapping="row",
+               shared_row_of_a=True, leading_dims=True),
+    _tiled(16, "07_pitched.cu", "matmul_tiled_ld", "tiled_ld", "tiled {t}, leading dimensions",
+           chapter=7, leading_dims=True),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
 

@@ -26,15 +26,18 @@ def _target(ids: list[str]) -> None:
     import numpy as np
 
     from .check import random_inputs
+    from .measure import padded
     from .registry import KERNELS
     from .runtime import load_kernel, synchronize, to_device, xp
     for kernel_id in ids:
+        spec = KERNELS[kernel_id]
         for M, N, K in SIZES:
             print(f"{MARK}{kernel_id} {M}x{N}x{K}", flush=True)
             a, b = random_inputs(M, N, K, seed=0)
-            C = xp.full((M, N), np.nan, dtype=np.float32)
-            KERNELS[kernel_id].launch(to_device(a), to_device(b), C, M, N, K)
-            synchronize()
+            for align in (1, 32) if spec.leading_dims else (1,):  # rows padded to 128 bytes too
+                C = padded(xp.full((M, N), np.nan, dtype=np.float32), align)
+                spec.launch(padded(to_device(a), align), padded(to_device(b), align), C, M, N, K)
+                synchronize()
     print(f"{MARK}smem_stride strides 1..33", flush=True)
     kernel, out = load_kernel("05_bank_conflicts.cu", "smem_stride"), xp.zeros(4, np.float32)
     for s in range(1, 34):

@@ -28,3 +28,24 @@ extern "C" __global__ void matmul_writes_nan(const float* A, const float* B, flo
     const float zero = (float)(row + col) * 0.0f;
     C[row * N + col] = (row == 0 && col == 0) ? zero / zero : acc;
 }
+
+// Takes leading dimensions but indexes with K and N: right only when the rows are not padded.
+extern "C" __global__ void matmul_ignores_ld(const float* A, const float* B, float* C, int M, int N,
+                                             int K, int lda, int ldb, int ldc) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * ldc + col] = acc;
+}
+
+// Writes its result into C's row padding too (column col + 1 of the padded row, past N).
+extern "C" __global__ void matmul_writes_padding(const float* A, const float* B, float* C, int M,
+                                                 int N, int K, int lda, int ldb, int ldc) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * lda + k] * B[k * ldb + col];
+    C[row * ldc + col] = acc;
+    if (col == N - 1 && ldc > N) C[row * ldc + N] = acc;
+}

@@ -1,0 +1,130 @@
+"""How accurate is a float32 matmul, and what Kahan summation buys (chapter 7).
+
+:func:`error_vs_k` runs kernels on inputs of two kinds as K grows and measures each output
+against float64 (the same float32 inputs, upcast): the relative Frobenius error used everywhere
+in the book, and the largest element-wise relative error, the measure source 004 quotes. Each
+kernel runs twice, compiled with NVRTC's default FMA contraction and with ``--fmad=false``.
+On the CPU emulator the two builds compute the same thing: its C++ build never fuses a * b + c.
+"""
+from __future__ import annotations
+
+import dataclasses
+from datetime import date
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .device import device_report
+from .measure import Baseline, relative_error_xp
+from .plots import STYLE
+from .runtime import xp
+
+KINDS = {"positive": (0.0, 1.0), "mixed": (-1.0, 1.0)}
+"""Input kinds: uniform in [0, 1) (every product positive: no cancellation, the sum grows with
+K) and uniform in [-1, 1) (products of both signs: the sum cancels and grows like sqrt(K))."""
+
+UNIT_ROUNDOFF = 2.0 ** -24
+"""float32's unit roundoff u: the relative error of one correctly rounded operation, at most."""
+
+NO_FMA = ("--fmad=false",)
+
+
+def without_fma(spec):
+    """The same registry kernel compiled with ``--fmad=false`` (no a * b + c fused into an FMA)."""
+    return dataclasses.replace(spec, options=spec.options + NO_FMA)
+
+
+def inputs(kind: str, M: int, N: int, K: int, seed: int = 0):
+    """Device float32 A (M x K) and B (K x N), uniform on the kind's interval."""
+    if kind not in KINDS:
+        raise ValueError(f"input kind {kind!r} is not one of {list(KINDS)}")
+    low, high = KINDS[kind]
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(low, high, (M, K)).astype(np.float32)
+    B = rng.uniform(low, high, (K, N)).astype(np.float32)
+    return xp.asarray(A), xp.asarray(B)
+
+
+def max_relative_error(out, ref) -> float:
+    """max |out - ref| / |ref| over the elements (inf if out has NaN; elements with ref = 0 skipped)."""
+    if not bool(xp.isfinite(out).all()):
+        return float("inf")
+    nonzero = ref != 0
+    return float((xp.abs(out.astype(xp.float64) - ref)[nonzero] / xp.abs(ref[nonzero])).max())
+
+
+def error_vs_k(specs, Ks, M: int, N: int, kinds=tuple(KINDS), fmad=(True, False),
+               baseline: bool = True, seed: int = 0) -> pd.DataFrame:
+    """One row per (input kind, K, kernel, FMA contraction): relative and max element-wise error.
+
+    Every output starts as NaN, so an unwritten element gives an infinite error. The baseline
+    (cuBLAS on a GPU, NumPy's BLAS on the CPU) runs once per (kind, K), with ``fmad`` 'library'.
+    """
+    variants = [(s, True) for s in specs if True in fmad] + \
+               [(without_fma(s), False) for s in specs if False in fmad]
+    if baseline:
+        variants.append((Baseline(), "library"))
+    rows = []
+    for kind in kinds:
+        for K in Ks:
+            A, B = inputs(kind, M, N, K, seed=seed + K)
+            ref = A.astype(xp.float64) @ B.astype(xp.float64)
+            C = xp.empty((M, N), dtype=xp.float32)
+            for spec, contract in variants:
+                C.fill(xp.nan)
+                spec.launch(A, B, C, M, N, K)
+                rows.append({"kind": kind, "M": M, "N": N, "K": K, "kernel": spec.id,
+                             "label": spec.label, "fmad": str(contract),
+                             "rel_error": relative_error_xp(C, ref),
+                             "max_rel_error": max_relative_error(C, ref)})
+    df = pd.DataFrame(rows)
+    df["device"] = device_report()["name"]
+    df["date"] = date.today().isoformat()
+    return df
+
+
+def error_table(df: pd.DataFrame, column: str = "rel_error") -> pd.DataFrame:
+    """Kernels (rows) x K (columns) of one error column, one block per (kind, FMA contraction)."""
+    table = df.pivot_table(index=["kind", "fmad", "kernel"], columns="K", values=column,
+                           sort=False)
+    table.columns = [f"K={k}" for k in table.columns]
+    return table
+
+
+def growth(df: pd.DataFrame, kernel: str, kind: str, fmad: str = "True") -> float:
+    """Slope of log(error) against log(K) for one kernel: 0.5 means the error grows like sqrt(K)."""
+    d = df[(df.kernel == kernel) & (df.kind == kind) & (df.fmad == fmad)]
+    return float(np.polyfit(np.log(d.K), np.log(d.rel_error), 1)[0])
+
+
+def accuracy_plot(df: pd.DataFrame, *, title: str, threshold: float | None = None):
+    """Relative error against K, one panel per input kind; dashed lines: compiled --fmad=false."""
+    with plt.rc_context(STYLE):
+        kinds = list(dict.fromkeys(df.kind))
+        fig, axes = plt.subplots(1, len(kinds), figsize=(12, 4.6), sharey=True, squeeze=False)
+        colors = {}
+        for ax, kind in zip(axes[0], kinds):
+            for (kernel, fmad), d in df[df.kind == kind].groupby(["kernel", "fmad"], sort=False):
+                color = colors.setdefault(kernel, f"C{len(colors)}" if kernel != "cublas" else "k")
+                style = {"ls": "--", "marker": "x"} if fmad == "False" else {"marker": "o"}
+                suffix = {"False": ", --fmad=false", "True": ""}.get(fmad, "")
+                ax.plot(d.K, d.rel_error, color=color, label=d.label.iloc[0] + suffix, **style)
+            ax.axhline(UNIT_ROUNDOFF, color="0.35", lw=1, ls=":")
+            ax.annotate("float32 unit roundoff $u = 2^{-24}$", (0.01, UNIT_ROUNDOFF),
+                        xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+            if threshold:
+                ax.axhline(threshold, color="0.35", lw=1, ls="-.")
+                ax.annotate(f"source 004's target, {threshold:g}", (0.01, threshold),
+                            xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("K (terms in each dot product)")
+            lo, hi = KINDS[kind]
+            ax.set_title(f"{kind} inputs, uniform in [{lo:g}, {hi:g})", fontsize=10)
+        axes[0][0].set_ylabel("relative error ||C - C64|| / ||C64||")
+        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
