@@ -29,6 +29,10 @@ UNIT_ROUNDOFF = 2.0 ** -24
 
 NO_FMA = ("--fmad=false",)
 
+FLOOR = "float32_exact"
+"""The row of :func:`error_vs_k` that rounds the float64 reference itself to float32: the error
+every float32 output has, however it was computed."""
+
 
 def without_fma(spec):
     """The same registry kernel compiled with ``--fmad=false`` (no a * b + c fused into an FMA)."""
@@ -59,7 +63,8 @@ def error_vs_k(specs, Ks, M: int, N: int, kinds=tuple(KINDS), fmad=(True, False)
     """One row per (input kind, K, kernel, FMA contraction): relative and max element-wise error.
 
     Every output starts as NaN, so an unwritten element gives an infinite error. The baseline
-    (cuBLAS on a GPU, NumPy's BLAS on the CPU) runs once per (kind, K), with ``fmad`` 'library'.
+    (cuBLAS on a GPU, NumPy's BLAS on the CPU) runs once per (kind, K), with ``fmad`` 'library';
+    the floor (:data:`FLOOR`, the exact product rounded to float32) has ``fmad`` 'exact'.
     """
     variants = [(s, True) for s in specs if True in fmad] + \
                [(without_fma(s), False) for s in specs if False in fmad]
@@ -71,6 +76,11 @@ def error_vs_k(specs, Ks, M: int, N: int, kinds=tuple(KINDS), fmad=(True, False)
             A, B = inputs(kind, M, N, K, seed=seed + K)
             ref = A.astype(xp.float64) @ B.astype(xp.float64)
             C = xp.empty((M, N), dtype=xp.float32)
+            floor = ref.astype(xp.float32)  # the best any float32 output can do
+            rows.append({"kind": kind, "M": M, "N": N, "K": K, "kernel": FLOOR,
+                         "label": "exact product rounded to float32", "fmad": "exact",
+                         "rel_error": relative_error_xp(floor, ref),
+                         "max_rel_error": max_relative_error(floor, ref)})
             for spec, contract in variants:
                 C.fill(xp.nan)
                 spec.launch(A, B, C, M, N, K)
@@ -106,6 +116,9 @@ def accuracy_plot(df: pd.DataFrame, *, title: str, threshold: float | None = Non
         colors = {}
         for ax, kind in zip(axes[0], kinds):
             for (kernel, fmad), d in df[df.kind == kind].groupby(["kernel", "fmad"], sort=False):
+                if kernel == FLOOR:
+                    ax.plot(d.K, d.rel_error, color="0.55", lw=3, alpha=0.6, label=d.label.iloc[0])
+                    continue
                 color = colors.setdefault(kernel, f"C{len(colors)}" if kernel != "cublas" else "k")
                 style = {"ls": "--", "marker": "x"} if fmad == "False" else {"marker": "o"}
                 suffix = {"False": ", --fmad=false", "True": ""}.get(fmad, "")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
 import pandas as pd
 
+from .coalescing import sectors
 from .measure import padded_length
 from .runtime import BACKEND, cupy
 
@@ -75,18 +77,97 @@ def layouts() -> dict[str, int]:
     return out
 
 
-def pitch_frame(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Sweeps of the same kernels, one per layout, in one frame with a 'layout' column; the
-    label names kernel and layout, so each pair is one line on a plot."""
-    frames = [d.assign(layout=name, label=d.label + ", " + name) for name, d in runs.items()]
+def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3) -> pd.DataFrame:
+    """Check then time every kernel at every size in every layout, ``repeats`` times.
+
+    The layouts are interleaved (for each n and repeat, every layout once, in an order rotated
+    per repeat) and every repeat uses fresh allocations, so that clock ramps, drift and where an
+    allocation happens to land in memory fall on all layouts alike instead of on whichever came
+    first. One row per (repeat, layout, kernel, n), with 'layout' and 'repeat' columns.
+    """
+    from .measure import sweep
+    names = list(aligns)
+    frames = []
+    for n in sizes:
+        for r in range(repeats):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                d = sweep(specs, [n], baseline=False, ld_align=aligns[name], seed=r)
+                frames.append(d.assign(layout=name, repeat=r))
     return pd.concat(frames, ignore_index=True)
 
 
+def pitch_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (kernel, n, layout): median GFLOP/s over the repeats and their spread (max - min) / median."""
+    ok = df[df.status == "ok"]
+    g = ok.groupby(["kernel", "M", "layout"], sort=False).gflops
+    out = pd.DataFrame({"gflops": g.median(), "spread": (g.max() - g.min()) / g.median(),
+                        "ld": ok.groupby(["kernel", "M", "layout"], sort=False).lda.first()})
+    return out.reset_index()
+
+
 def pitch_speedup(df: pd.DataFrame) -> pd.DataFrame:
-    """GFLOP/s per (kernel, n) and layout, and each layout's speed over the unpadded one."""
-    table = df[df.status == "ok"].pivot_table(index=["kernel", "M"], columns="layout",
-                                              values="gflops", sort=False)
+    """Median GFLOP/s per (kernel, n) and layout, each padded layout over the unpadded one, and
+    the largest spread between repeats of any layout at that (kernel, n)."""
+    summary = pitch_summary(df)
+    table = summary.pivot_table(index=["kernel", "M"], columns="layout", values="gflops", sort=False)
     base = [c for c in table.columns if c.startswith("ld = n")][0]
     for col in [c for c in table.columns if c != base]:
         table[f"x ({col.split(' (')[1].rstrip(')')})"] = table[col] / table[base]
+    table["largest spread"] = summary.groupby(["kernel", "M"], sort=False).spread.max()
     return table
+
+
+def pitch_plot(df: pd.DataFrame, *, title: str):
+    """Median GFLOP/s against n (linear axis) with the range over the repeats as error bars,
+    one panel per kernel, one line per layout (shifted sideways a little, to stay readable)."""
+    import matplotlib.pyplot as plt
+
+    from .plots import STYLE
+    ok = df[df.status == "ok"]
+    kernels = list(dict.fromkeys(ok.kernel))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(kernels), figsize=(12, 4.4), squeeze=False)
+        for ax, kernel in zip(axes[0], kernels):
+            d = ok[ok.kernel == kernel]
+            for i, (layout, g) in enumerate(d.groupby("layout", sort=False)):
+                q = g.groupby("M").gflops
+                med, lo, hi = q.median(), q.min(), q.max()
+                ax.errorbar(med.index + (i - 1) * 0.6, med, yerr=[med - lo, hi - med], capsize=2,
+                            marker="os^"[i % 3], label=layout)
+            for n in range(-(-int(d.M.min()) // 32) * 32, int(d.M.max()) + 1, 32):
+                ax.axvline(n, color="0.8", lw=0.8, zorder=0)
+            ax.set_title(d.label.iloc[0].split(", ld")[0], fontsize=9)
+            ax.set_xlabel("n = M = N = K (grey: multiples of 32)")
+            ax.set_ylabel("GFLOP/s")
+            ax.legend(loc="lower right", fontsize=7.5)
+        fig.suptitle(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
+
+
+def sectors_per_request(n: int, ld: int, width: int) -> float:
+    """Chapter 3's sector model for an n x n matrix whose rows are ``ld`` floats apart.
+
+    A warp reads ``width`` consecutive floats from each of 32 // ``width`` consecutive rows
+    (width 32: the row kernel's loads of B; width 16: the tiled 16 x 16 kernel's loads of A and
+    B), for every row and column start. Returns the mean 32-byte sectors per issued request,
+    with the matrix starting on a 256-byte boundary (as CuPy's allocations do).
+    """
+    lanes = np.arange(32)
+    r = np.arange(0, n, 32 // width)[:, None, None] + lanes // width
+    c = np.arange(0, n, width)[None, :, None] + lanes % width
+    count = sectors(4 * (r * ld + c), (r < n) & (c < n))
+    return float(count[count > 0].mean())
+
+
+def sector_table(sizes, aligns: dict[str, int]) -> pd.DataFrame:
+    """Modelled sectors per request, per n and layout, for both kernels' global loads."""
+    rows = []
+    for n in sizes:
+        for name, align in aligns.items():
+            ld = padded_length(n, align)
+            rows.append({"n": n, "layout": name, "ld": ld,
+                         "row kernel, B (32 floats)": sectors_per_request(n, ld, 32),
+                         "tiled 16, A and B (2 x 16 floats)": sectors_per_request(n, ld, 16)})
+    return pd.DataFrame(rows).set_index(["n", "layout"]).round(3)
