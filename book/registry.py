@@ -131,6 +131,30 @@ def _regtile(bm: int, bn: int, bk: int, tm: int, tn: int) -> KernelSpec:
                       defines=(("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn)))
 
 
+def vec4(bm=128, bn=128, bk=8, tm=8, tn=8, pad=0) -> KernelSpec:
+    """Chapter 8, step 1: 06_regtile's 2D register tile with float4 loads (08_vectorized.cu)."""
+    return KernelSpec(f"vec4_{bm}x{bn}x{bk}_{tm}x{tn}_pad{pad}",
+                      f"float4 loads, A transposed{', padded' if pad else ''} ({bm}x{bn}x{bk}, {tm}x{tn})",
+                      8, "08_vectorized.cu", "matmul_vec4", ((bm // tm) * (bn // tn), 1), (bm, bn),
+                      defines=(("BM", bm), ("BN", bn), ("BK", bk), ("TM", tm), ("TN", tn), ("PAD", pad)))
+
+
+WARPTILE = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "WNITER": 2, "TM": 8, "TN": 4,
+            "THREADS": 256, "PAD": 4, "DB": 1, "MINB": 1}
+"""The defines of 08_warptile.cu's default configuration (chapter 8)."""
+
+
+def warptile(**changes) -> KernelSpec:
+    """Chapter 8, steps 2 and 3: 08_warptile.cu with WARPTILE's defines, some changed."""
+    d = {**WARPTILE, **changes}
+    name = "{BM}x{BN}x{BK}_w{WM}x{WN}_n{WNITER}_{TM}x{TN}_t{THREADS}_pad{PAD}_m{MINB}".format(**d)
+    label = (f"warp tiles{', double-buffered' if d['DB'] else ''} ({d['BM']}x{d['BN']}x{d['BK']}, "
+             f"warp {d['WM']}x{d['WN']})")
+    return KernelSpec(f"warp{'_db' if d['DB'] else ''}_{name}", label, 8, "08_warptile.cu",
+                      "matmul_warptile", (d["THREADS"], 1), (d["BM"], d["BN"]),
+                      defines=tuple(d.items()))
+
+
 KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _naive(8), _naive(16), _naive(32),
     KernelSpec("naive1d", "naive, 1D grid (256)", 2, "02_naive.cu", "matmul_naive_1d", (256, 1),
@@ -171,6 +195,7 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
                shared_row_of_a=True, leading_dims=True),
     _tiled(16, "07_pitched.cu", "matmul_tiled_ld", "tiled_ld", "tiled {t}, leading dimensions",
            chapter=7, leading_dims=True),
+    vec4(), vec4(pad=4), warptile(DB=0), warptile(),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
 

@@ -1,0 +1,30 @@
+"""Chapter 8 on a GPU: the registered steps and the warp-tile tuning space, checked then timed at
+n = 4096 and 8192 beside cuBLAS; saved as results/<gpu>/08_steps.csv and 08_tune.csv. Prints the
+registers, occupancy and a table of GFLOP/s and % of cuBLAS.
+
+    python benchmarks/ch8_tune.py            # on a GPU host
+"""
+import sys
+
+import pandas as pd
+
+from book import BACKEND, results
+from book.measure import sweep
+from book.occupancy import report
+from book.registry import KERNELS, chapter_kernels, warptile
+from book.tune import SPACE, tune, winner
+
+pd.set_option("display.width", 200)
+sizes = [4096, 8192] if BACKEND == "gpu" else [64, 96]
+steps = [KERNELS["reg128x128x16_8x8"], KERNELS["reg128x128x8_8x8"]] + chapter_kernels(8)
+print(report(steps + [warptile(**c) for c in SPACE]).to_string(), flush=True)
+df = sweep(steps, sizes, progress=True)
+tuned = tune(sizes, progress=True)
+if results.saving():
+    results.save(df, "08_steps")
+    results.save(tuned, "08_tune")
+for name, d in (("steps", df), ("tuning", tuned)):
+    print(f"\n{name}: GFLOP/s and % of cuBLAS")
+    print(d.pivot_table(index="kernel", columns="M", values=["gflops", "pct_of_cublas"], sort=False).round(1).to_string())
+print("\nwinner:", winner(tuned)[["kernel", "M", "gflops", "pct_of_cublas"]].to_dict())
+sys.exit(0 if (df.status == "ok").all() else 1)
