@@ -15,10 +15,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .check import random_inputs
 from .device import device_report
 from .measure import Baseline, relative_error_xp
 from .plots import STYLE
-from .runtime import xp
+from .runtime import to_device, xp
 
 KINDS = {"positive": (0.0, 1.0), "mixed": (-1.0, 1.0)}
 """Input kinds: uniform in [0, 1) (every product positive: no cancellation, the sum grows with
@@ -43,11 +44,8 @@ def inputs(kind: str, M: int, N: int, K: int, seed: int = 0):
     """Device float32 A (M x K) and B (K x N), uniform on the kind's interval."""
     if kind not in KINDS:
         raise ValueError(f"input kind {kind!r} is not one of {list(KINDS)}")
-    low, high = KINDS[kind]
-    rng = np.random.default_rng(seed)
-    A = rng.uniform(low, high, (M, K)).astype(np.float32)
-    B = rng.uniform(low, high, (K, N)).astype(np.float32)
-    return xp.asarray(A), xp.asarray(B)
+    a, b = random_inputs(M, N, K, seed, *KINDS[kind])
+    return to_device(a), to_device(b)
 
 
 def max_relative_error(out, ref) -> float:
@@ -75,19 +73,19 @@ def error_vs_k(specs, Ks, M: int, N: int, kinds=tuple(KINDS), fmad=(True, False)
         for K in Ks:
             A, B = inputs(kind, M, N, K, seed=seed + K)
             ref = A.astype(xp.float64) @ B.astype(xp.float64)
+
+            def row(kernel, label, fmad, out):
+                return {"kind": kind, "M": M, "N": N, "K": K, "kernel": kernel, "label": label,
+                        "fmad": fmad, "rel_error": relative_error_xp(out, ref),
+                        "max_rel_error": max_relative_error(out, ref)}
+
+            # the best any float32 output can do
+            rows.append(row(FLOOR, "exact product rounded to float32", "exact", ref.astype(xp.float32)))
             C = xp.empty((M, N), dtype=xp.float32)
-            floor = ref.astype(xp.float32)  # the best any float32 output can do
-            rows.append({"kind": kind, "M": M, "N": N, "K": K, "kernel": FLOOR,
-                         "label": "exact product rounded to float32", "fmad": "exact",
-                         "rel_error": relative_error_xp(floor, ref),
-                         "max_rel_error": max_relative_error(floor, ref)})
             for spec, contract in variants:
                 C.fill(xp.nan)
                 spec.launch(A, B, C, M, N, K)
-                rows.append({"kind": kind, "M": M, "N": N, "K": K, "kernel": spec.id,
-                             "label": spec.label, "fmad": str(contract),
-                             "rel_error": relative_error_xp(C, ref),
-                             "max_rel_error": max_relative_error(C, ref)})
+                rows.append(row(spec.id, spec.label, str(contract), C))
     df = pd.DataFrame(rows)
     df["device"] = device_report()["name"]
     df["date"] = date.today().isoformat()

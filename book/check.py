@@ -10,11 +10,12 @@ TOLERANCE = 1e-5
 """Largest relative Frobenius error accepted for an FP32 matmul checked against float64."""
 
 
-def random_inputs(M: int, N: int, K: int, seed: int | None = None):
-    """Host float32 A (M x K) and B (K x N), uniform in [-1, 1): never zeros or constants."""
+def random_inputs(M: int, N: int, K: int, seed: int | None = None, low: float = -1.0,
+                  high: float = 1.0):
+    """Host float32 A (M x K) and B (K x N), uniform in [low, high): never zeros or constants."""
     rng = np.random.default_rng(seed)
-    a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
-    b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    a = rng.uniform(low, high, (M, K)).astype(np.float32)
+    b = rng.uniform(low, high, (K, N)).astype(np.float32)
     return a, b
 
 

@@ -69,8 +69,8 @@ def driver_alignment() -> int | None:
 def layouts() -> dict[str, int]:
     """Leading-dimension alignments to compare, in floats: none, the device's texture pitch
     alignment, and the driver's pitch granularity (where a GPU answers)."""
-    out = {"ld = n (unpadded)": 1,
-           f"ld to {texture_pitch_alignment()} B (texturePitchAlignment)": texture_pitch_alignment() // 4}
+    texture = texture_pitch_alignment()
+    out = {"ld = n (unpadded)": 1, f"ld to {texture} B (texturePitchAlignment)": texture // 4}
     driver = driver_alignment()
     if driver:
         out[f"ld to {driver} B (cuMemAllocPitch)"] = driver // 4
@@ -98,11 +98,9 @@ def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3) -> pd.Da
 
 def pitch_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per (kernel, n, layout): median GFLOP/s over the repeats and their spread (max - min) / median."""
-    ok = df[df.status == "ok"]
-    g = ok.groupby(["kernel", "M", "layout"], sort=False).gflops
-    out = pd.DataFrame({"gflops": g.median(), "spread": (g.max() - g.min()) / g.median(),
-                        "ld": ok.groupby(["kernel", "M", "layout"], sort=False).lda.first()})
-    return out.reset_index()
+    g = df[df.status == "ok"].groupby(["kernel", "M", "layout"], sort=False).gflops
+    return pd.DataFrame({"gflops": g.median(),
+                         "spread": (g.max() - g.min()) / g.median()}).reset_index()
 
 
 def pitch_speedup(df: pd.DataFrame) -> pd.DataFrame:

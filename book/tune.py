@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .measure import sweep
-from .registry import WARPTILE, warptile
+from .registry import warptile
 
 SPACE = [
     {},                                                             # the default: 8 x 8 per thread
@@ -32,7 +32,7 @@ def tune(sizes, space=SPACE, progress: bool = False) -> pd.DataFrame:
     """Check and time every configuration at every size; the defines are columns."""
     specs = [warptile(**change) for change in space]
     df = sweep(specs, sizes, progress=progress)
-    defines = pd.DataFrame([{**WARPTILE, **c, "kernel": s.id} for c, s in zip(space, specs)])
+    defines = pd.DataFrame([{**dict(s.defines), "kernel": s.id} for s in specs])
     return df.merge(defines, on="kernel", how="left")
 
 
