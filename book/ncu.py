@@ -47,6 +47,25 @@ BANK_CONFLICTS = {
 ``shared_ld_bank_conflict`` / ``shared_st_bank_conflict`` events used by source 001."""
 
 
+MEMORY_TRAFFIC = {
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "dram__bytes_write.sum": "dram_write_bytes",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
+}
+"""DRAM bytes read and written, and 32-byte sectors L1 read from L2 (chapter 9's roofline)."""
+
+STALLS = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": r for r in (
+    "selected", "not_selected", "dispatch_stall", "short_scoreboard", "long_scoreboard", "wait",
+    "barrier", "mio_throttle", "math_pipe_throttle", "lg_throttle", "no_instruction",
+    "branch_resolving")}
+STALLS["smsp__issue_active.avg.per_cycle_active"] = "issue_active"
+"""Why warps were not issuing: per issued instruction, the average number of warps in each state
+(``selected`` is the issuing warp itself), and the share of cycles each scheduler issued."""
+
+CUBLAS = "cublas"
+"""Plan entry that launches cuBLAS SGEMM (CuPy's matmul) instead of one of the book's kernels."""
+
+
 class NcuError(RuntimeError):
     """ncu is missing, not permitted to read counters, or its output could not be read."""
 
@@ -58,13 +77,14 @@ def ncu_path() -> str | None:
 
 def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str, str],
             timeout: int = 900) -> pd.DataFrame:
-    """Profile each (kernel id, (M, N, K)) launch once; one row per launch, metrics renamed."""
+    """Profile each (kernel id or CUBLAS, (M, N, K)) launch once; one row per launch, metrics
+    renamed, with the name of the GPU function that ran (``function``)."""
     ncu = ncu_path()
     if BACKEND != "gpu" or ncu is None:
         raise NcuError("ncu needs a GPU and Nsight Compute's `ncu` on the PATH")
     plan = json.dumps([[k, list(size)] for k, size in launches])
     cmd = [ncu, "--metrics", ",".join(metrics), "--csv", "--print-units", "base",
-           "--kernel-name", "regex:^matmul", sys.executable, "-m", "book.ncu", plan]
+           "--kernel-name", "regex:^matmul|gemm", sys.executable, "-m", "book.ncu", plan]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                           env=dict(os.environ, BOOK_BACKEND="gpu"))
     text = proc.stdout + proc.stderr
@@ -80,6 +100,7 @@ def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str,
     if len(table) != len(launches):
         raise NcuError(f"ncu profiled {len(table)} kernels for {len(launches)} launches")
     table = table.rename(columns=metrics)[list(metrics.values())].astype(float)
+    table.insert(0, "function", raw.groupby("ID")["Kernel Name"].first().sort_index().values)
     table.insert(0, "kernel", [k for k, _ in launches])
     for i, axis in enumerate("MNK"):
         table.insert(1 + i, axis, [size[i] for _, size in launches])
@@ -114,12 +135,15 @@ def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | Non
 def _run(plan: list) -> None:
     """Child process: launch every planned kernel once on fresh random inputs."""
     from .check import random_inputs
-    from .registry import KERNELS
+    from .registry import find_kernel
     from .runtime import synchronize, to_device, xp
     for kernel_id, (M, N, K) in plan:
         a, b = random_inputs(M, N, K, seed=0)
         C = xp.full((M, N), np.nan, dtype=np.float32)
-        KERNELS[kernel_id].launch(to_device(a), to_device(b), C, M, N, K)
+        if kernel_id == CUBLAS:
+            xp.matmul(to_device(a), to_device(b), out=C)
+        else:
+            find_kernel(kernel_id).launch(to_device(a), to_device(b), C, M, N, K)
         synchronize()
 
 

@@ -45,6 +45,7 @@ class KernelSpec:
     shared_row_of_a: bool = False  # dynamic shared memory: K floats (one row of A)
     leading_dims: bool = False  # takes lda, ldb, ldc after M, N, K (rows may be padded)
     options: tuple[str, ...] = ()  # NVRTC options, e.g. ("--fmad=false",)
+    stage_bytes: int = 0        # dynamic shared memory of every launch (chapter 8's cp.async stages)
     bug: str = field(default="", compare=False)  # a source's mistake this kernel reproduces
 
     def __post_init__(self):
@@ -52,7 +53,12 @@ class KernelSpec:
             raise ValueError(f"{self.id}: mapping {self.mapping!r} is not one of {MAPPINGS}")
 
     def kernel(self) -> Kernel:
-        return load_kernel(self.source, self.name, defines=dict(self.defines), options=self.options)
+        kernel = load_kernel(self.source, self.name, defines=dict(self.defines), options=self.options)
+        if self.stage_bytes:  # static + dynamic over 48 KiB: opt in
+            need = kernel.module.static_shared(self.name) + self.stage_bytes
+            if need > kernel.max_dynamic_shared_size_bytes:
+                kernel.max_dynamic_shared_size_bytes = need
+        return kernel
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
         rows, cols = self.tile
@@ -70,13 +76,14 @@ class KernelSpec:
         return (ceil_div(N, cols), ceil_div(M, rows))
 
     def shared_mem(self, K: int) -> int:
-        """Bytes of dynamic shared memory for one launch: K floats, rounded up to 16 bytes.
+        """Bytes of dynamic shared memory for one launch: ``stage_bytes``, or, for a kernel that
+        keeps a row of A in shared memory, K floats rounded up to 16 bytes.
 
         The compiler reads the row in 16-byte vectors (LDS.128), and the last vector of a row
         whose length is not a multiple of 4 floats reaches past it; compute-sanitizer's memcheck
         reports that read as out of bounds unless the allocation covers it.
         """
-        return 16 * ceil_div(K, 4) if self.shared_row_of_a else 0
+        return 16 * ceil_div(K, 4) if self.shared_row_of_a else self.stage_bytes
 
     def row_lengths(self, A, B, C, M: int, N: int, K: int) -> tuple[int, int, int]:
         """(lda, ldb, ldc): the row lengths of the arrays, checked against M, N, K.
@@ -155,6 +162,24 @@ def warptile(**changes) -> KernelSpec:
                       defines=tuple(d.items()))
 
 
+ASYNC = {**{k: v for k, v in WARPTILE.items() if k != "DB"},
+         "BN": 256, "WN": 64, "WNITER": 4, "BK": 16, "STAGES": 4, "SERP": 1}
+"""The defines of 08_async.cu's registered configuration: 128 x 256 block tiles, 8 x 16 outputs
+per thread, four stages of 16 k each, FFMAs in serpentine order (chapter 8)."""
+
+
+def async_tile(**changes) -> KernelSpec:
+    """Chapter 8, step 4: 08_async.cu with ASYNC's defines, some changed."""
+    d = {**ASYNC, **changes}
+    name = "{BM}x{BN}x{BK}_w{WM}x{WN}_n{WNITER}_{TM}x{TN}_t{THREADS}_s{STAGES}_pad{PAD}_m{MINB}".format(**d)
+    name += "_serp" if d["SERP"] else ""
+    label = (f"cp.async, {d['STAGES']} stages{', serpentine' if d['SERP'] else ''} "
+             f"({d['BM']}x{d['BN']}x{d['BK']}, warp {d['WM']}x{d['WN']}{', no pad' if not d['PAD'] else ''})")
+    return KernelSpec(f"async_{name}", label, 8, "08_async.cu", "matmul_async", (d["THREADS"], 1),
+                      (d["BM"], d["BN"]), defines=tuple(d.items()),
+                      stage_bytes=d["STAGES"] * d["BK"] * (d["BM"] + d["PAD"] + d["BN"]) * 4)
+
+
 KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _naive(8), _naive(16), _naive(32),
     KernelSpec("naive1d", "naive, 1D grid (256)", 2, "02_naive.cu", "matmul_naive_1d", (256, 1),
@@ -195,7 +220,7 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
                shared_row_of_a=True, leading_dims=True),
     _tiled(16, "07_pitched.cu", "matmul_tiled_ld", "tiled_ld", "tiled {t}, leading dimensions",
            chapter=7, leading_dims=True),
-    vec4(), vec4(pad=4), warptile(DB=0), warptile(),
+    vec4(), vec4(pad=4), warptile(DB=0), warptile(), async_tile(PAD=0), async_tile(),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
 
@@ -208,3 +233,15 @@ def chapter_kernels(chapter: int, *, with_bugs: bool = False) -> list[KernelSpec
 def correct_kernels() -> list[KernelSpec]:
     """Every kernel that does not reproduce a source's bug: these must pass every check."""
     return [s for s in KERNELS.values() if not s.bug]
+
+
+def find_kernel(kernel_id: str) -> KernelSpec:
+    """A registered kernel, or one of chapter 8's tuning configurations, by id."""
+    if kernel_id in KERNELS:
+        return KERNELS[kernel_id]
+    from .tune import SPACE
+    for change in SPACE:
+        spec = async_tile(**change)
+        if spec.id == kernel_id:
+            return spec
+    raise KeyError(f"no kernel {kernel_id!r} in the registry or chapter 8's tuning space")

@@ -50,6 +50,11 @@ def save(df: pd.DataFrame, chapter: str) -> Path:
     return path
 
 
+def load_device(gpu: str) -> dict:
+    """The device report recorded with a GPU's results."""
+    return json.loads((RESULTS / gpu / "device.json").read_text())
+
+
 def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
     """The recorded results of a chapter; ``df.attrs['source']`` says where they come from."""
     gpu = gpu or os.environ.get("BOOK_RESULTS_GPU") or next(iter(recorded_gpus()), None)

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-SIZES = [(65, 64, 63), (33, 100, 17), (100, 37, 129)]
+SIZES = [(65, 64, 63), (33, 100, 17), (100, 37, 129), (260, 516, 70)]  # the last has inner blocks
 TOOLS = ("memcheck", "racecheck")
 MARK = "@@launch "
 ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|Out-of-range)"
@@ -27,10 +27,10 @@ def _target(ids: list[str]) -> None:
 
     from .check import random_inputs
     from .measure import padded
-    from .registry import KERNELS
+    from .registry import find_kernel
     from .runtime import load_kernel, synchronize, to_device, xp
     for kernel_id in ids:
-        spec = KERNELS[kernel_id]
+        spec = find_kernel(kernel_id)
         for M, N, K in SIZES:
             print(f"{MARK}{kernel_id} {M}x{N}x{K}", flush=True)
             a, b = random_inputs(M, N, K, seed=0)

@@ -1,4 +1,4 @@
-"""A small autotuning sweep over 08_warptile.cu's tile parameters (chapter 8).
+"""A small autotuning sweep over 08_async.cu's tile parameters (chapter 8).
 
 Every configuration is checked before it is timed, like every kernel of the book (``sweep``);
 one that fails its check is reported and never timed. The winner is the configuration with the
@@ -10,27 +10,25 @@ from __future__ import annotations
 import pandas as pd
 
 from .measure import sweep
-from .registry import warptile
+from .registry import async_tile
 
 SPACE = [
-    {},                                                             # the default: 8 x 8 per thread
-    {"DB": 0},
-    {"MINB": 2},
-    {"PAD": 0},
-    {"BK": 8},
-    {"WM": 32, "WN": 64},
-    {"BM": 64, "BN": 128, "WM": 32, "WN": 32, "THREADS": 256, "WNITER": 1},
-    {"BM": 128, "BN": 64, "WM": 32, "WN": 32, "THREADS": 256, "WNITER": 1},
-    {"BN": 256, "WM": 64, "WN": 64, "WNITER": 4, "THREADS": 256, "BK": 8},   # 8 x 16 per thread
-    {"WM": 64, "WN": 64, "WNITER": 4, "THREADS": 128},               # 8 x 16 per thread, 4 warps
-    {"BM": 256, "BN": 128, "WM": 64, "WN": 64, "WNITER": 4, "THREADS": 256, "BK": 8},
+    {},                                                          # the registered configuration
+    {"SERP": 0},                                                 # FFMAs in plain row order
+    {"STAGES": 3}, {"STAGES": 5},
+    {"BK": 8, "STAGES": 6}, {"BK": 32, "STAGES": 3},
+    {"BM": 256, "BN": 128, "WM": 64, "WN": 64},                  # 256 x 128, like cuBLAS's tile
+    {"BN": 128, "WN": 32, "WNITER": 2, "STAGES": 2, "SERP": 0},  # 128 x 128, 8 x 8 per thread
+    {"BN": 128, "WN": 32, "WNITER": 2, "STAGES": 3, "SERP": 0, "MINB": 2},
+    {"BN": 128, "WN": 32, "WNITER": 2, "BK": 32, "STAGES": 2, "SERP": 0, "MINB": 2},
+    {"BN": 128, "THREADS": 128, "BK": 32, "STAGES": 2, "SERP": 0},  # 128 x 128, 4 warps
 ]
-"""Changes to WARPTILE's defines, one configuration each."""
+"""Changes to 08_async.cu's registered defines (ASYNC), one configuration each."""
 
 
 def tune(sizes, space=SPACE, progress: bool = False) -> pd.DataFrame:
     """Check and time every configuration at every size; the defines are columns."""
-    specs = [warptile(**change) for change in space]
+    specs = [async_tile(**change) for change in space]
     df = sweep(specs, sizes, progress=progress)
     defines = pd.DataFrame([{**dict(s.defines), "kernel": s.id} for s in specs])
     return df.merge(defines, on="kernel", how="left")

@@ -34,4 +34,43 @@ __device__ __forceinline__ void store4(float* __restrict__ m, int row, int col, 
     if (col + 3 < cols) p[3] = v.w;
 }
 
+// Chapter 8: asynchronous copies global -> shared (cp.async, compute capability 8.0 and later).
+// copy4 copies one float, or writes 0 when `inside` is false (src-size 0: nothing is read);
+// copy16 copies 4 floats col .. col + 3 of row `row` of a rows x cols matrix in one 16-byte copy
+// when they are inside and aligned, else float by float with zeros outside. commit() closes the
+// group of copies this thread issued since the last one; wait_groups<n>() waits until at most n
+// of this thread's groups are still in flight (the copies of others need a __syncthreads after).
+// On the CPU emulator a copy completes at once, which is one of the orders the GPU allows.
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ void copy4(float* dst, const float* src, bool inside) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src),
+                 "r"(inside ? 4 : 0));
+}
+__device__ __forceinline__ void copy16_aligned(float* dst, const float* src) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int n> __device__ __forceinline__ void wait_groups() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(n));
+}
+#else
+inline void copy4(float* dst, const float* src, bool inside) { *dst = inside ? *src : 0.0f; }
+inline void copy16_aligned(float* dst, const float* src) { std::memcpy(dst, src, 16); }
+inline void commit() {}
+template <int n> inline void wait_groups() {}
+#endif
+
+__device__ __forceinline__ void copy16(float* dst, const float* __restrict__ m, int row, int col,
+                                       int rows, int cols) {
+    const float* p = m + (long long)(row < rows ? row : 0) * cols;  // a valid address if outside
+    if (row < rows && (cols & 3) == 0 && col + 3 < cols) { copy16_aligned(dst, p + col); return; }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const bool inside = row < rows && col + j < cols;
+        copy4(dst + j, inside ? p + col + j : m, inside);
+    }
+}
+
 #endif

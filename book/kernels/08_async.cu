@@ -1,0 +1,98 @@
+// 08_async.cu -- chapter 8, step 4: the warp tiles of warptile.cuh fed by cp.async, STAGES deep.
+//
+// Idea: cp.async copies global memory straight into shared memory without passing through
+//   registers, and the thread does not wait for it until it asks to (cp.async.wait_group). With
+//   STAGES shared tiles in a ring, the copies of tiles t+1 .. t+STAGES-1 are in flight while the
+//   FMAs run on tile t; one barrier per tile. A is still stored transposed: each thread copies
+//   single floats of A (4-byte copies, coalesced along k) into their k-major places, and whole
+//   16-byte pieces of B.
+//   The fragments are double-buffered too: step k + 1's are read from shared memory while the
+//   FFMAs of step k run, across tile boundaries as well (the barrier sits before the last step).
+//   The stages live in dynamic shared memory (more than the 48 KiB of static shared memory).
+// Changed from 08_warptile.cu: the loads. No registers hold the next tile any more, so the
+//   registers that 08_warptile.cu's DB = 1 spent on it are free, and the pipeline can be deeper.
+// Expected bottleneck: FMA issue, and the LDS bandwidth of the fragments it reads.
+// Launch: block (THREADS, 1), grid (CEIL_DIV(N, BN), CEIL_DIV(M, BM)), STAGES_BYTES of dynamic
+//   shared memory; any M, N, K.
+#include "warptile.cuh"
+
+#ifndef STAGES
+#define STAGES 3
+#endif
+#define A_COPIES (BM * BK / THREADS)      // floats of A each thread copies per tile
+#define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte pieces of B
+#define STAGES_BYTES (STAGES * BK * (BM + PAD + BN) * 4)  // dynamic shared memory
+#define A_STEP (THREADS / BK)              // rows between a thread's floats of A
+#define B_STEP (THREADS / (BN / 4))        // rows between its pieces of B
+static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
+static_assert(A_COPIES >= 1 && B_COPIES >= 1 && A_COPIES * THREADS == BM * BK &&
+              B_COPIES * THREADS * 4 == BK * BN && THREADS % BK == 0 && THREADS % (BN / 4) == 0,
+              "every thread copies whole pieces of each tile, the same columns of every tile");
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+             int M, int N, int K) {
+    extern __shared__ __align__(16) float stages[];  // STAGES_BYTES: the A tiles, then the B tiles
+    float(*As)[BK][BM + PAD] = reinterpret_cast<float(*)[BK][BM + PAD]>(stages);  // k-major A
+    float(*Bs)[BK][BN] = reinterpret_cast<float(*)[BK][BN]>(stages + STAGES * BK * (BM + PAD));
+    const int tid = threadIdx.x, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const WarpPlace place = warp_place();
+    float acc[WMITER * TM][WNITER * TN] = {};
+    const int tiles = CEIL_DIV(K, BK);
+
+    // This thread's pieces of every tile: A rows ra + l * A_STEP at column ca (k), B rows
+    // rb + l * B_STEP at columns cb .. cb + 3. Where the block's tiles lie wholly inside the
+    // matrices (all but the edge blocks) they are copied without any bounds check.
+    const int ra = tid / BK, ca = tid % BK, rb = tid / (BN / 4), cb = 4 * (tid % (BN / 4));
+    const bool inner = m0 + BM <= M && n0 + BN <= N && (N & 3) == 0;
+    auto copy_tile = [&](int s, int t) {  // tile t (k from t * BK) into stage s
+        const int k0 = t * BK;
+        if (inner && k0 + BK <= K) {
+            const float* a = A + (long long)(m0 + ra) * K + k0 + ca;
+            const float* b = B + (long long)(k0 + rb) * N + n0 + cb;
+#pragma unroll
+            for (int l = 0; l < A_COPIES; ++l)
+                copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * K, true);
+#pragma unroll
+            for (int l = 0; l < B_COPIES; ++l)
+                copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * N);
+            return;
+        }
+#pragma unroll
+        for (int l = 0; l < A_COPIES; ++l) {
+            const int r = m0 + ra + l * A_STEP, c = k0 + ca;
+            const bool inside = r < M && c < K;
+            copy4(&As[s][ca][ra + l * A_STEP], inside ? A + (long long)r * K + c : A, inside);
+        }
+#pragma unroll
+        for (int l = 0; l < B_COPIES; ++l)
+            copy16(&Bs[s][rb + l * B_STEP][cb], B, k0 + rb + l * B_STEP, n0 + cb, K, N);
+    };
+
+#pragma unroll
+    for (int t = 0; t < STAGES - 1; ++t) {  // fill all stages but one
+        if (t < tiles) copy_tile(t, t);
+        commit();
+    }
+    wait_groups<STAGES - 2>();  // tile 0 has landed
+    __syncthreads();
+    float a[2][WMITER * TM], b[2][WNITER * TN];  // fragments: step k's, and step k + 1's on the way
+    load_fragments(a[0], b[0], As[0], Bs[0], 0, place);
+    for (int t = 0; t < tiles; ++t) {
+        const int s = t % STAGES, next = t + STAGES - 1;
+        if (next < tiles) copy_tile(next % STAGES, next);  // into tile t - 1's stage, read by all
+        commit();                   // an empty group near the end keeps the count uniform
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            if (k < BK - 1) {       // read step k + 1 while the FFMAs of step k run
+                load_fragments(a[(k + 1) % 2], b[(k + 1) % 2], As[s], Bs[s], k + 1, place);
+            } else if (t + 1 < tiles) {
+                wait_groups<STAGES - 2>();  // this thread's copies of tile t + 1 have landed ...
+                __syncthreads();    // ... and everyone's; and all reads of tile t - 1 are done
+                load_fragments(a[0], b[0], As[(t + 1) % STAGES], Bs[(t + 1) % STAGES], 0, place);
+            }
+            outer_product(acc, a[k % 2], b[k % 2]);
+        }
+    }
+    warp_tile_store(C, M, N, m0, n0, acc, place);
+}
