@@ -39,3 +39,69 @@ def winner(df: pd.DataFrame) -> pd.Series:
     ok = df[(df.status == "ok") & (df.kernel != "cublas")]
     top = ok[ok.M == ok.M.max()]
     return top.loc[top.gflops.idxmax()]
+
+
+def step_table(df: pd.DataFrame, specs, peak: float) -> pd.DataFrame:
+    """Chapter 8's steps side by side: GFLOP/s, % of cuBLAS and % of the measured FMA peak at
+    each size, then registers, blocks per SM and occupancy (compiler and occupancy model)."""
+    from .occupancy import report
+    ok = df[df.status == "ok"]
+    perf = ok.pivot_table(index="kernel", columns="M", values=["gflops", "pct_of_cublas"])
+    rows = []
+    for spec in specs:
+        row = {"step": spec.label}
+        for n in sorted(ok.M.unique()):
+            row[f"GFLOP/s {n}"] = perf.loc[spec.id, ("gflops", n)]
+            row[f"% cuBLAS {n}"] = perf.loc[spec.id, ("pct_of_cublas", n)]
+            row[f"% FMA peak {n}"] = 100 * perf.loc[spec.id, ("gflops", n)] / peak
+        rows.append(row)
+    occ = report(specs).reset_index()[["registers", "spill_stores", "blocks_per_sm", "occupancy"]]
+    return pd.concat([pd.DataFrame(rows), occ], axis=1).set_index("step").round(1)
+
+
+def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = None,
+         highlight: str | None = None):
+    """GFLOP/s of each kernel (rows of ``labels``: id -> text) at each size, as grouped
+    horizontal bars, with cuBLAS at each size and the FMA peak as lines."""
+    import matplotlib.pyplot as plt
+
+    from .plots import STYLE
+    ok = df[df.status == "ok"]
+    sizes = sorted(ok.M.unique())
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(labels) * len(sizes) / 2 + 1.8))
+        h = 0.8 / len(sizes)
+        for s, n in enumerate(sizes):
+            at = ok[ok.M == n].set_index("kernel").gflops
+            y = [i + s * h for i in range(len(labels))]
+            ax.barh(y, [at.get(k, float("nan")) for k in labels], height=h, label=f"n = {n}",
+                    color=f"C{s}")
+            cublas = at.get("cublas")
+            if cublas is not None:
+                ax.axvline(cublas, color=f"C{s}", ls=":", lw=1.2)
+                ax.annotate(f"cuBLAS, n = {n}", (cublas, len(labels) - 0.4 + s * 0.45), ha="right",
+                            fontsize=7, color=f"C{s}")
+            for yy, k in zip(y, labels):
+                if k in at:
+                    ax.annotate(f"{at[k]:,.0f}", (at[k], yy), xytext=(2, 0), va="center",
+                                textcoords="offset points", fontsize=6.5)
+        if peak:
+            ax.axvline(peak, color="0.3", ls="--", lw=1)
+            ax.annotate("FP32 FMA peak (measured)", (peak, -0.6), ha="right", fontsize=7)
+        ticks = [(f"▶ {t}" if k == highlight else t) for k, t in labels.items()]
+        ax.set_yticks([i + h * (len(sizes) - 1) / 2 for i in range(len(labels))], ticks,
+                      fontsize=7.5)
+        ax.invert_yaxis()
+        ax.set_xlabel("GFLOP/s")
+        ax.set_title(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
+        ax.legend(loc="lower left", fontsize=7.5)
+        plt.close(fig)
+    return fig
+
+
+def config_text(row: pd.Series) -> str:
+    """A tuning configuration's defines in a few words."""
+    per_thread = int(row.BM * row.BN / row.THREADS)
+    return (f"{row.BM:.0f}x{row.BN:.0f}x{row.BK:.0f}, warp {row.WM:.0f}x{row.WN:.0f}, "
+            f"{row.THREADS:.0f} thr, {per_thread} out/thr, {row.STAGES:.0f} stages"
+            f"{', serp' if row.SERP else ''}{', minB 2' if row.MINB == 2 else ''}")
