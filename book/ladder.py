@@ -179,35 +179,52 @@ def ladder_plot(df: pd.DataFrame):
     return fig
 
 
-def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, ceilings: dict, device: str):
-    """GFLOP/s against FLOPs per DRAM byte (filled) and per byte read from L2 (hollow), for one
-    GPU, under its measured FMA peak and copy bandwidth."""
+def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFrame:
+    """One GPU's kernels with FLOPs per DRAM byte (read + written), per byte read from L2, and
+    the share of the roofline (min of FMA peak and copy bandwidth x intensity) reached."""
     d = df[(df.device == device) & (df.kernel != "cpu")].merge(
         traffic[["kernel", "M", "dram_read_bytes", "dram_write_bytes", "l2_read_sectors"]],
         on="kernel")
     flops = 2.0 * d.M.astype(float) ** 3
     d = d.assign(ai_dram=flops / (d.dram_read_bytes + d.dram_write_bytes),
                  ai_l2=flops / (32.0 * d.l2_read_sectors))
-    peak, bw = ceilings["fp32_fma_peak"], ceilings["copy_bandwidth"]
+    peak, bw = _ceilings(device)
+    return d.assign(of_roof=d.gflops / (bw * d.ai_dram).clip(upper=peak)).set_index("kernel")
+
+
+def _ceilings(device: str) -> tuple[float, float]:
+    from . import ceilings
+    gpu = next(g for g in results.recorded_gpus() if results.load_device(g)["name"] == device)
+    c = results.load(ceilings.CHAPTER, gpu).set_index("ceiling").value
+    return float(c["fp32_fma_peak"]), float(c["copy_bandwidth"])
+
+
+def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
+    """GFLOP/s against FLOPs per DRAM byte (filled) and per byte read from L2 (hollow), for one
+    GPU, under its measured FMA peak and copy bandwidth."""
+    d = intensity(df, traffic, device)
+    peak, bw = _ceilings(device)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8, 5))
-        x = np.logspace(-1, 4, 200)
+        fig, ax = plt.subplots(figsize=(12, 5.5))
+        x = np.logspace(-1, 3.5, 200)
         ax.plot(x, np.minimum(peak, bw * x), color="0.3", lw=1.2)
-        ax.annotate(f"FP32 FMA peak (measured): {peak:,.0f} GFLOP/s", (0.12, peak), va="bottom",
-                    fontsize=8)
-        ax.annotate(f"DRAM: copy bandwidth (measured) {bw:,.0f} GB/s", (0.15, bw * 0.15 * 1.3),
-                    rotation=0, fontsize=8)
+        ax.annotate(f"FP32 FMA peak (measured): {peak:,.0f} GFLOP/s", (peak / bw, peak),
+                    xytext=(4, 3), textcoords="offset points", fontsize=8)
+        ax.annotate(f"DRAM: copy bandwidth (measured), {bw:,.0f} GB/s", (0.5, bw * 0.5),
+                    xytext=(6, -4), textcoords="offset points", fontsize=8, va="top")
         for i, r in enumerate(d.itertuples()):
-            color = f"C{i % 10}"
-            ax.loglog(r.ai_dram, r.gflops, "o", color=color, label=r.label)
-            ax.loglog(r.ai_l2, r.gflops, "o", mfc="none", color=color)
+            color, marker = f"C{i % 10}", "osD^v"[i // 10 % 5]
+            ax.plot(r.ai_dram, r.gflops, marker, color=color, label=r.label if r.chapter == 10 else f"{r.chapter}. {r.label}")
+            ax.plot(r.ai_l2, r.gflops, marker, mfc="none", color=color)
             ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity: FLOPs per byte (filled: DRAM bytes; hollow: bytes "
                       "read from L2)")
         ax.set_ylabel("GFLOP/s")
         ax.set_title(f"Roofline at n = 4096, {device}: ncu's byte counts, measured ceilings",
                      fontsize=10)
-        ax.legend(fontsize=6.5, loc="lower right", ncol=2)
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1)
         plt.close(fig)
     return fig
 

@@ -47,6 +47,14 @@ BANK_CONFLICTS = {
 ``shared_ld_bank_conflict`` / ``shared_st_bank_conflict`` events used by source 001."""
 
 
+CP_ASYNC_CONFLICTS = {
+    "smsp__sass_inst_executed_op_ldgsts.sum": "cp_async_instructions",
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum": "cp_async_wavefronts",
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum": "cp_async_bank_conflicts",
+}
+"""The shared-memory side of cp.async (LDGSTS): its writes are not shared store instructions, so
+BANK_CONFLICTS does not see them (chapter 8)."""
+
 MEMORY_TRAFFIC = {
     "dram__bytes_read.sum": "dram_read_bytes",
     "dram__bytes_write.sum": "dram_write_bytes",

@@ -23,10 +23,11 @@ import pandas as pd
 from . import cuda_source
 from .runtime import BACKEND
 
-WATCH = ["FFMA", "LDS.128", "LDS", "STS", "LDG.E.128", "LDG.E", "LDGSTS.E", "LDGSTS.E.BYPASS.128",
-         "STG.E.128", "STG.E", "BAR.SYNC.DEFER_BLOCKING", "LDL", "STL"]
+WATCH = ["FFMA", "LDS.128", "LDS", "STS.128", "STS", "LDG.E.128", "LDG.E", "LDGSTS.E",
+         "LDGSTS.E.BYPASS.128", "STG.E.128", "STG.E", "BAR.SYNC.DEFER_BLOCKING", "LDL", "STL"]
 """The opcodes chapter 8 reads: FMAs, shared and global loads and stores by width, barriers, and
-local memory (LDL/STL: spills)."""
+local memory (LDL and STL of any width: spills). A load's ``.CONSTANT`` suffix (the read-only
+cache hint that ``const __restrict__`` allows) is dropped, so ``LDG.E.128`` counts both."""
 
 _LINE = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 
@@ -56,7 +57,8 @@ def disassemble(spec) -> str:
 
 def opcode_counts(listing: str) -> Counter:
     """Instructions of a SASS listing by opcode (predicates dropped, width suffixes kept)."""
-    return Counter(m.group(1) for line in listing.splitlines() if (m := _LINE.match(line)))
+    return Counter(m.group(1).removesuffix(".CONSTANT") for line in listing.splitlines()
+                   if (m := _LINE.match(line)))
 
 
 def measure(specs) -> pd.DataFrame:
@@ -64,8 +66,10 @@ def measure(specs) -> pd.DataFrame:
     rows = []
     for spec in specs:
         counts = opcode_counts(disassemble(spec))
-        rows.append({"kernel": spec.id, "instructions": sum(counts.values()),
-                     **{op: counts.get(op, 0) for op in WATCH}})
+        row = {op: counts.get(op, 0) for op in WATCH}
+        for local in ("LDL", "STL"):
+            row[local] = sum(c for op, c in counts.items() if op.split(".")[0] == local)
+        rows.append({"kernel": spec.id, "instructions": sum(counts.values()), **row})
     return pd.DataFrame(rows)
 
 
