@@ -52,8 +52,9 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
         except FileNotFoundError:
             continue
         ok = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.status == "ok")]
-        if name == TUNE and len(ok):  # only the winner of the search
-            ok = ok[ok.kernel != "cublas"].sort_values("gflops").iloc[[-1]]
+        if name == TUNE and len(ok):  # only the winner of the search (picked at its largest n)
+            from .tune import winner
+            ok = ok[ok.kernel == winner(df).kernel]
             ok = ok.assign(label="autotuned winner: " + ok.label)
         for r in ok.itertuples():
             if r.kernel in seen:
