@@ -206,6 +206,7 @@ class _Module:
         self.limits = device_limits()
         self._report = None
         self._report_error = "NVRTC found no such kernel"
+        self._static_shared: dict[str, int] = {}
         if BACKEND == "gpu":
             self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
             self._functions = {}
@@ -253,10 +254,15 @@ class _Module:
         return dict(report)
 
     def static_shared(self, name: str) -> int:
-        if BACKEND == "gpu":
-            return self.function(name).attributes["shared_size_bytes"]
-        report = self._report_or_compile_error().get(name)
-        return report["shared_size_bytes"] if report else 0
+        """Static shared memory of kernel ``name``, queried once (launches ask for it each time)."""
+        if name not in self._static_shared:
+            if BACKEND == "gpu":
+                value = self.function(name).attributes["shared_size_bytes"]
+            else:
+                report = self._report_or_compile_error().get(name)
+                value = report["shared_size_bytes"] if report else 0
+            self._static_shared[name] = value
+        return self._static_shared[name]
 
     def launch(self, name, grid, block, args, params, shared_mem):
         if BACKEND == "cpu":
