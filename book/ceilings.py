@@ -75,8 +75,12 @@ def measure() -> pd.DataFrame:
     return df
 
 
-def load() -> dict[str, float]:
-    """The ceilings of the GPU whose results the plots show: {name: value}."""
+def load(gpu: str | None = None) -> dict[str, float]:
+    """The ceilings of the GPU whose results the plots show, or of results folder ``gpu``:
+    {name: value}."""
+    if gpu is not None:
+        df = results.load(CHAPTER, gpu)
+        return dict(zip(df.ceiling, df.value))
     try:
         df = results.load(CHAPTER, gpu_slug() if BACKEND == "gpu" else None)
     except FileNotFoundError:

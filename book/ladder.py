@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import results
+from . import ceilings, results
 from .plots import STYLE
 from .registry import KERNELS
 from .sources import DATA
@@ -194,10 +194,9 @@ def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFr
 
 
 def _ceilings(device: str) -> tuple[float, float]:
-    from . import ceilings
-    gpu = next(g for g in results.recorded_gpus() if results.load_device(g)["name"] == device)
-    c = results.load(ceilings.CHAPTER, gpu).set_index("ceiling").value
-    return float(c["fp32_fma_peak"]), float(c["copy_bandwidth"])
+    """The FMA peak and copy bandwidth recorded for ``device``."""
+    c = ceilings.load(results.gpu_slug(device))
+    return c["fp32_fma_peak"], c["copy_bandwidth"]
 
 
 def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
