@@ -121,23 +121,15 @@ def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | Non
     from . import results
     if BACKEND == "gpu":
         try:
-            df = profile(launches, metrics)
+            df = results.keep(profile(launches, metrics), name)
         except NcuError as exc:
             print(f"No hardware counters: {exc}")
             return None
-        df["device"] = results.device_report()["name"]
-        df["date"] = pd.Timestamp.today().date().isoformat()
-        if results.saving():
-            results.save(df, name)
         print(f"Counters measured now with ncu on {df.device.iloc[0]}.")
         return df
-    try:
-        df = results.load(name)
-    except FileNotFoundError:
-        print("No GPU here and no recorded counters: the model is shown alone.")
-        return None
-    print(f"No GPU here: hardware counters {df.attrs['source']} (ncu).")
-    return df
+    return results.recorded_or_none(
+        name, "No GPU here: hardware counters {source} (ncu).",
+        "No GPU here and no recorded counters: the model is shown alone.")
 
 
 def _run(plan: list) -> None:

@@ -67,6 +67,28 @@ def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
     return df
 
 
+def keep(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Stamp a table measured now on this GPU with the device and the date, and save it as results
+    ``name`` (unless saving is off); return it."""
+    df["device"] = device_report()["name"]
+    df["date"] = pd.Timestamp.today().date().isoformat()
+    if saving():
+        save(df, name)
+    return df
+
+
+def recorded_or_none(name: str, found: str, missing: str) -> pd.DataFrame | None:
+    """The recorded results ``name``, announced by printing ``found`` (its ``{source}`` filled
+    in); None, announced by printing ``missing``, where none were recorded."""
+    try:
+        df = load(name)
+    except FileNotFoundError:
+        print(missing)
+        return None
+    print(found.format(source=df.attrs["source"]))
+    return df
+
+
 def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
     """On a GPU: save these live measurements and return them. Without one: the recorded ones."""
     if BACKEND == "gpu":

@@ -78,17 +78,8 @@ def opcodes(specs, name: str) -> pd.DataFrame | None:
     ``name``), else recorded on a GPU, else None. Prints where they come from."""
     from . import results
     if BACKEND == "gpu" and _tool("nvcc") and _tool("cuobjdump"):
-        df = measure(specs)
-        df["device"] = results.device_report()["name"]
-        df["date"] = pd.Timestamp.today().date().isoformat()
-        if results.saving():
-            results.save(df, name)
+        df = results.keep(measure(specs), name)
         print(f"SASS read now, built for {df.device.iloc[0]}.")
         return df
-    try:
-        df = results.load(name)
-    except FileNotFoundError:
-        print("No GPU toolkit here and no recorded SASS counts.")
-        return None
-    print(f"No GPU toolkit here: SASS counts {df.attrs['source']}.")
-    return df
+    return results.recorded_or_none(name, "No GPU toolkit here: SASS counts {source}.",
+                                    "No GPU toolkit here and no recorded SASS counts.")
