@@ -21,9 +21,7 @@ steps = [KERNELS["reg128x128x16_8x8"]] + chapter_kernels(8)
 print(report(steps + [async_tile(**c) for c in SPACE]).to_string(), flush=True)
 df = sweep(steps, sizes, progress=True)
 tuned = tune(sizes, progress=True)
-if results.saving():
-    results.save(df, "08_steps")
-    results.save(tuned, "08_tune")
+df, tuned = results.keep(df, "08_steps"), results.keep(tuned, "08_tune")  # saved where results.saving()
 for name, d in (("steps", df), ("tuning", tuned)):
     print(f"\n{name}: GFLOP/s and % of cuBLAS")
     print(d.pivot_table(index="kernel", columns="M", values=["gflops", "pct_of_cublas"], sort=False).round(1).to_string())

@@ -7,17 +7,24 @@ CPU emulator. A kernel that fails its check is reported as failed and never time
 """
 from __future__ import annotations
 
+import os
 import time
 from datetime import date
 
 import numpy as np
 import pandas as pd
 
-from .check import TOLERANCE
+from .check import TOLERANCE, device_inputs
 from .device import device_report
 from .runtime import BACKEND, cupy, synchronize, xp
 
-TARGET_SECONDS = 0.25  # about this much GPU time per measured point
+POINT_BUDGET_S = 20.0
+"""Seconds one size of a sweep may take (all its kernels, checked and timed) before the sweep
+stops growing n. On an H100 the largest point of the book takes a few seconds."""
+
+TARGET_SECONDS = 0.15
+"""About this much GPU time per measured point: a kernel of 1 ms gets 150 repeats, one of 50 ms
+(or longer) the minimum of 3, whose spread is already well under a percent."""
 
 
 def event_seconds(fn) -> float:
@@ -30,19 +37,22 @@ def event_seconds(fn) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) / 1e3
 
 
-def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200) -> dict:
+def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
+                min_repeat: int = 3) -> dict:
     """Median and quartiles (ms) of ``fn()``'s device time, after warm-up.
 
     On a GPU: CUDA events through ``cupyx.profiler.benchmark``; the repeat count is chosen so
-    that the measurement takes about ``target_s``. On the CPU emulator: the host clock.
+    that the measurement takes about ``target_s`` (between ``min_repeat`` and ``max_repeat``
+    runs). Two runs come first and are not counted: the warm-up (module load, first-launch costs)
+    and one timed run that sizes the repeat count. On the CPU emulator: the host clock, 3 runs.
     """
     fn()  # warm-up: module load, first-launch costs
     synchronize()
     if BACKEND == "gpu":
         from cupyx.profiler import benchmark
         once = event_seconds(fn)
-        n = int(np.clip(target_s / max(once, 1e-6), 5, max_repeat))
-        times = benchmark(fn, n_repeat=n, n_warmup=max(2, n // 10)).gpu_times[0] * 1e3
+        n = int(np.clip(target_s / max(once, 1e-6), min_repeat, max_repeat))
+        times = benchmark(fn, n_repeat=n, n_warmup=0).gpu_times[0] * 1e3
     else:
         times = []
         for _ in range(3):
@@ -83,7 +93,8 @@ class Baseline:
 
 
 def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: float = TOLERANCE,
-          progress: bool = False, ld_align: int = 1) -> pd.DataFrame:
+          progress: bool = False, ld_align: int = 1, target_s: float = TARGET_SECONDS,
+          max_repeat: int = 200) -> pd.DataFrame:
     """Check then time every spec at every size; one row per (kernel, size).
 
     ``sizes`` holds n (for M = N = K = n) or (M, N, K) tuples. Inputs are fresh uniform random
@@ -92,30 +103,43 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
     ``ld_align`` > 1 (chapter 7; kernels with ``leading_dims`` only, no baseline): every row of
     A, B and C starts at a multiple of ``ld_align`` floats. The padding between rows holds NaN,
     so a kernel that reads it fails the check, and C's padding must still be NaN afterwards.
+
+    A kernel this device cannot run (``spec.why_not_here()``: compute capability, shared memory)
+    gets rows with status 'skipped (...)'; so does every size that does not fit in free memory.
+    Sizes grow no further once one size took longer than ``point_budget_s`` (default
+    POINT_BUDGET_S, or the environment's BOOK_POINT_BUDGET_S): larger ones are skipped, with a
+    printed line, so that a slow GPU finishes the chapter.
     """
     if ld_align > 1 and (baseline or not all(s.leading_dims for s in specs)):
         raise ValueError("ld_align > 1 needs kernels with leading_dims and baseline=False")
     specs = list(specs) + ([Baseline()] if baseline else [])
     device = device_report()["name"]
+    budget = float(os.environ.get("BOOK_POINT_BUDGET_S", POINT_BUDGET_S))
+    over_budget = None  # (M * N * K, text) of the first size that took longer than the budget
     rows = []
     for size in sizes:
         M, N, K = (size, size, size) if np.isscalar(size) else size
         base = {"M": M, "N": N, "K": K, "device": device, "date": date.today().isoformat()}
         ok, why = fits_in_memory(M, N, K)
+        if ok and over_budget and M * N * K > over_budget[0]:
+            ok, why = False, over_budget[1]
         if not ok:
             print(f"skipping {M}x{N}x{K}: {why}")
             rows += [{**base, "kernel": s.id, "label": s.label, "status": f"skipped ({why})"}
                      for s in specs]
             continue
-        rng = np.random.default_rng(seed + M * 7 + N * 13 + K)
-        A = xp.asarray(rng.uniform(-1, 1, (M, K)).astype(np.float32))
-        B = xp.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float32))
+        started = time.perf_counter()
+        A, B = (xp.asarray(x) for x in device_inputs(M, N, K, seed=seed + M * 7 + N * 13 + K))
         ref = A.astype(xp.float64) @ B.astype(xp.float64)
         A, B = padded(A, ld_align), padded(B, ld_align)
         C = xp.empty((M, padded_length(N, ld_align)), dtype=xp.float32)
         base.update(lda=A.shape[1], ldb=B.shape[1], ldc=C.shape[1])
         for spec in specs:
             row = {**base, "kernel": spec.id, "label": spec.label}
+            cannot = getattr(spec, "why_not_here", lambda: None)()
+            if cannot:
+                rows.append({**row, "status": f"skipped ({cannot})"})
+                continue
             C.fill(xp.nan)
             spec.launch(A, B, C, M, N, K)
             row["rel_error"] = relative_error_xp(C[:, :N], ref)
@@ -126,12 +150,16 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
                 print(f"{spec.id} at {M}x{N}x{K}: FAILED, {why}")
             else:
                 row["status"] = "ok"
-                row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K)))
+                row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K), target_s, max_repeat))
                 row["gflops"] = 2.0 * M * N * K / (row["time_ms"] * 1e6)
             rows.append(row)
             if progress:
                 print(f"{spec.id:>10} {M}x{N}x{K}: {row['status']}, {row.get('gflops', 0):.0f} GFLOP/s")
         del A, B, C, ref
+        took = time.perf_counter() - started
+        if took > budget and not over_budget:
+            over_budget = (M * N * K, f"{M}x{N}x{K} took {took:.0f} s, over the {budget:.0f} s "
+                                      f"budget per size (BOOK_POINT_BUDGET_S)")
     df = pd.DataFrame(rows)
     return add_cublas_share(df) if baseline else df
 
@@ -172,8 +200,10 @@ def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> 
     for M, N, K in sizes:
         a, b = random_inputs(M, N, K, seed=seed + M + N + K)
         ref = a.astype(np.float64) @ b.astype(np.float64)
-        table[f"{M}x{N}x{K}"] = {s.id: "ok" if relative_error(run_matmul(s, a, b), ref) < tolerance
-                                 else "FAILED" for s in specs}
+        table[f"{M}x{N}x{K}"] = {
+            s.id: "skipped" if s.why_not_here() else
+            "ok" if relative_error(run_matmul(s, a, b), ref) < tolerance else "FAILED"
+            for s in specs}
     return pd.DataFrame(table)
 
 
@@ -185,8 +215,7 @@ def timing_pitfalls(n: int) -> pd.DataFrame:
     from .registry import KERNELS
     from .runtime import load_kernel
     spec = KERNELS["naive16"]
-    rng = np.random.default_rng(0)
-    A, B = (xp.asarray(rng.uniform(-1, 1, (n, n)).astype(np.float32)) for _ in range(2))
+    A, B = (xp.asarray(x) for x in device_inputs(n, n, n, seed=0))
     C = xp.full((n, n), xp.nan, dtype=xp.float32)
     args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))
     grid = spec.grid(n, n)

@@ -4,14 +4,21 @@ Plots, tables, tests and the summary all read :data:`KERNELS`, so a kernel added
 everywhere at once. Defined in chapter 2 (naive kernels); each later chapter adds its own.
 Kernels that reproduce a source article's mistake carry a ``bug`` text: the tests expect them to
 fail the check where the bug bites, and they are never timed there.
+
+Each entry states the compute capability its source needs (``min_cc``, 7.0 unless a feature it
+uses is newer, with that feature named in ``needs``) and, through ``stage_bytes``, the shared
+memory it asks for. :func:`usable` keeps the kernels this GPU can run and prints one line naming
+the others and why; ``BOOK_ASSUME_CC=7.5`` makes the book treat the device as compute
+capability 7.5 at most, to preview on a new GPU what an older one (a T4) skips.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runtime import Kernel, LaunchError, load_kernel
+from .runtime import BACKEND, CPU_ARCH, Kernel, LaunchError, cupy, device_limits, load_kernel
 
 MAPPINGS = ("tile", "tile_xrows", "tile_floor", "flat", "row")
 """How a kernel's grid covers C:
@@ -27,6 +34,28 @@ MAPPINGS = ("tile", "tile_xrows", "tile_floor", "flat", "row")
 
 def ceil_div(n: int, d: int) -> int:
     return -(-n // d)
+
+
+def cc_text(cc: tuple[int, int]) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+def device_cc() -> tuple[int, int]:
+    """The compute capability kernels are chosen for: the GPU's (the CPU emulator stands for an
+    sm_90 GPU), lowered to ``BOOK_ASSUME_CC`` where that is set (e.g. ``7.5``)."""
+    if BACKEND == "gpu":
+        digits = cupy.cuda.Device().compute_capability
+        cc = (int(digits[:-1]), int(digits[-1]))
+    else:
+        cc = (int(CPU_ARCH[3:-1]), int(CPU_ARCH[-1]))
+    assumed = os.environ.get("BOOK_ASSUME_CC", "").strip()
+    if assumed:
+        try:
+            major, minor = (int(x) for x in assumed.split("."))
+        except ValueError:
+            raise ValueError(f"BOOK_ASSUME_CC={assumed!r}: write a compute capability such as 7.5") from None
+        cc = min(cc, (major, minor))
+    return cc
 
 
 @dataclass(frozen=True)
@@ -46,13 +75,30 @@ class KernelSpec:
     leading_dims: bool = False  # takes lda, ldb, ldc after M, N, K (rows may be padded)
     options: tuple[str, ...] = ()  # NVRTC options, e.g. ("--fmad=false",)
     stage_bytes: int = 0        # dynamic shared memory of every launch (chapter 8's cp.async stages)
+    min_cc: tuple[int, int] = (7, 0)  # the compute capability the source needs
+    needs: str = ""             # the feature that sets min_cc above 7.0, e.g. "cp.async"
     bug: str = field(default="", compare=False)  # a source's mistake this kernel reproduces
 
     def __post_init__(self):
         if self.mapping not in MAPPINGS:
             raise ValueError(f"{self.id}: mapping {self.mapping!r} is not one of {MAPPINGS}")
 
+    def why_not_here(self) -> str | None:
+        """Why this device cannot run the kernel (compute capability, shared memory), or None."""
+        cc = device_cc()
+        if cc < self.min_cc:
+            return (f"needs compute capability {cc_text(self.min_cc)} ({self.needs}); "
+                    f"this device counts as {cc_text(cc)}")
+        top = device_limits()["shared_per_block_optin"]
+        if self.stage_bytes > top:
+            return (f"needs {self.stage_bytes // 1024} KiB of shared memory per block; this "
+                    f"device allows {top // 1024} KiB")
+        return None
+
     def kernel(self) -> Kernel:
+        why = self.why_not_here()
+        if why:
+            raise LaunchError(f"{self.id} cannot run here: it {why}")
         kernel = load_kernel(self.source, self.name, defines=dict(self.defines), options=self.options)
         if self.stage_bytes:  # static + dynamic over 48 KiB: opt in
             need = kernel.module.static_shared(self.name) + self.stage_bytes
@@ -177,7 +223,8 @@ def async_tile(**changes) -> KernelSpec:
              f"({d['BM']}x{d['BN']}x{d['BK']}, warp {d['WM']}x{d['WN']}{', no pad' if not d['PAD'] else ''})")
     return KernelSpec(f"async_{name}", label, 8, "08_async.cu", "matmul_async", (d["THREADS"], 1),
                       (d["BM"], d["BN"]), defines=tuple(d.items()),
-                      stage_bytes=d["STAGES"] * d["BK"] * (d["BM"] + d["PAD"] + d["BN"]) * 4)
+                      stage_bytes=d["STAGES"] * d["BK"] * (d["BM"] + d["PAD"] + d["BN"]) * 4,
+                      min_cc=(8, 0), needs="cp.async")
 
 
 KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
@@ -223,6 +270,23 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     vec4(), vec4(pad=4), warptile(DB=0), warptile(), async_tile(PAD=0), async_tile(),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
+
+
+def usable(specs, quiet: bool = False) -> list:
+    """The kernels of ``specs`` this device can run, in order; prints one line naming the ones it
+    skips and why (unless ``quiet``). Entries that are not KernelSpecs (cuBLAS) are kept."""
+    keep, skipped = [], {}
+    for spec in specs:
+        why = spec.why_not_here() if isinstance(spec, KernelSpec) else None
+        if why:
+            skipped.setdefault(why, []).append(spec.id)
+        else:
+            keep.append(spec)
+    if skipped and not quiet:
+        from .device import device_report
+        parts = "; ".join(f"{', '.join(ids)} ({why})" for why, ids in skipped.items())
+        print(f"Skipped on {device_report()['name']}: {parts}.")
+    return keep
 
 
 def chapter_kernels(chapter: int, *, with_bugs: bool = False) -> list[KernelSpec]:

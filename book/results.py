@@ -3,6 +3,10 @@
 On a GPU a chapter measures and saves ``results/<gpu>/<chapter>.csv`` (every row names the
 device and the date; ``device.json`` beside it holds the full device report). Without a GPU
 the chapter loads what was recorded on a real GPU and says so.
+
+:func:`saving` alone decides whether anything is written; the writers that consult it
+(:func:`keep`, :func:`live_or_recorded`, :func:`save_figure`) are the only way a notebook saves.
+``BOOK_RESULTS_DIR`` points the whole book at another results folder (the tests use one).
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import pandas as pd
 from .device import device_report, gpu_slug
 from .runtime import BACKEND
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = Path(os.environ.get("BOOK_RESULTS_DIR") or Path(__file__).resolve().parents[1] / "results")
 
 
 def saving() -> bool:
@@ -30,20 +34,23 @@ def results_dir(slug: str | None = None) -> Path:
 
 
 def recorded_gpus() -> list[str]:
-    """GPU folders holding results, newest device report first."""
-    found = [p for p in RESULTS.glob("*/device.json")]
-    found.sort(key=lambda p: json.loads(p.read_text()).get("date", ""), reverse=True)
+    """GPU folders holding results, the one saved last first (then by name)."""
+    found = sorted(RESULTS.glob("*/device.json"), key=lambda p: p.parent.name)
+    when = lambda p: (lambda r: r.get("saved", r.get("date", "")))(json.loads(p.read_text()))  # noqa: E731
+    found.sort(key=when, reverse=True)
     return [p.parent.name for p in found]
 
 
-def save(df: pd.DataFrame, chapter: str) -> Path:
-    """Write a chapter's measurements for this GPU (only on a GPU)."""
-    if BACKEND != "gpu":
-        raise RuntimeError("only measurements from a GPU are saved as results")
+def _save(df: pd.DataFrame, chapter: str) -> Path:
+    """Write a chapter's measurements for this GPU. Only the writers below call it, and only
+    when :func:`saving` says so."""
+    if not saving():
+        raise RuntimeError("results are saved only on a GPU with saving on (see results.saving)")
     folder = results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     report = dict(device_report())
     report["date"] = str(df["date"].iloc[0]) if "date" in df else ""
+    report["saved"] = pd.Timestamp.now().isoformat(timespec="seconds")
     (folder / "device.json").write_text(json.dumps(report, indent=2) + "\n")
     path = folder / f"{chapter}.csv"
     df.to_csv(path, index=False, float_format="%.6g")
@@ -67,13 +74,13 @@ def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
     return df
 
 
-def keep(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Stamp a table measured now on this GPU with the device and the date, and save it as results
-    ``name`` (unless saving is off); return it."""
-    df["device"] = device_report()["name"]
+def keep(df: pd.DataFrame, name: str, device: str | None = None) -> pd.DataFrame:
+    """Stamp a table measured now with the device (this GPU, or ``device``, e.g. the host's CPU
+    in chapter 1) and the date, and save it as results ``name`` where :func:`saving`; return it."""
+    df["device"] = device or device_report()["name"]
     df["date"] = pd.Timestamp.today().date().isoformat()
     if saving():
-        save(df, name)
+        _save(df, name)
     return df
 
 
@@ -93,7 +100,7 @@ def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
     """On a GPU: save these live measurements and return them. Without one: the recorded ones."""
     if BACKEND == "gpu":
         if saving():
-            save(df, chapter)
+            _save(df, chapter)
         df.attrs.update(source=f"measured now on {device_report()['name']}, {df['date'].iloc[0]}",
                         device=device_report())
         return df

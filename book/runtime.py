@@ -16,7 +16,7 @@ launch geometry against the device's limits, with the same errors on both backen
 from __future__ import annotations
 
 import os
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +78,11 @@ class KernelCompileError(RuntimeError):
 
 def device_limits() -> dict[str, int]:
     """Launch limits of the backend's device (the CPU backend uses an H100/H200's)."""
+    return dict(_device_limits())
+
+
+@lru_cache(maxsize=None)
+def _device_limits() -> dict[str, int]:
     limits = {"max_threads_per_block": 1024, "max_block": (1024, 1024, 64),
               "max_grid": (2**31 - 1, 65535, 65535), "shared_per_block": 48 * 1024,
               "shared_per_block_optin": 227 * 1024}
@@ -228,6 +233,9 @@ class _Module:
         return self._functions[name]
 
     def _report_or_compile_error(self):
+        global _no_report
+        if self._report is None and _no_report:  # NVRTC gave none before: don't compile again
+            self._report, self._report_error = {}, _no_report
         if self._report is None:
             arch = CPU_ARCH
             if BACKEND == "gpu":
@@ -238,7 +246,7 @@ class _Module:
                 raise KernelCompileError(str(exc)) from None
             except RuntimeError as exc:
                 self._report = {}  # no NVRTC report here: the resource report is unavailable
-                self._report_error = str(exc)
+                self._report_error = _no_report = str(exc)
         return self._report
 
     def attributes(self, name: str) -> dict:
@@ -274,6 +282,9 @@ class _Module:
             raise LaunchError(f"{name}: the launch failed: {exc}") from None
 
 
+_no_report: str | None = None
+"""Why NVRTC gives no resource report in this process (CUDA 13's NVRTC drops ptxas's -v output),
+once seen: later modules skip that extra compile."""
 _modules: dict[tuple, _Module] = {}
 _kernels: dict[tuple, Kernel] = {}
 

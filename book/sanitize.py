@@ -75,8 +75,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--target"]:
         _target(argv[1:])
         return 0
-    from .registry import KERNELS
-    ids = argv or list(KERNELS)
+    from .registry import KERNELS, usable
+    ids = argv or [s.id for s in usable(KERNELS.values())]
     counts = run(ids)
     names = sorted({k for k, _ in counts if k not in ("end",)}, key=lambda k: (k not in ids, k))
     print(f"\n{'kernel':<16}" + "".join(f"{t:>11}" for t in TOOLS))

@@ -1,0 +1,95 @@
+"""Which GPUs each kernel builds for: NVRTC compiles every registered kernel for the architectures
+readers own, no GPU needed (``python benchmarks/compile_matrix.py`` prints the table).
+
+A kernel must compile for every architecture at or above its registry entry's ``min_cc`` and fail
+to compile below it (so the stated minimum is the real one); CI checks both
+(tests/test_archs.py). The registers and spills ptxas reports differ per architecture, and a
+cp.async pipeline that fits an H100's shared memory may not fit an RTX 4090's: :func:`matrix`
+reports both.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pandas as pd
+
+from . import cuda_source
+from .cuda_source import KernelSourceError
+from .registry import cc_text
+
+ARCHS = {"sm_70": "V100", "sm_75": "T4, RTX 20xx", "sm_80": "A100", "sm_86": "RTX 30xx, A10",
+         "sm_89": "L4, RTX 40xx", "sm_90": "H100, H200"}
+"""The architectures the book is compiled for, with GPUs that have them."""
+
+SHARED_OPTIN_BYTES = {"sm_70": 96 * 1024, "sm_75": 64 * 1024, "sm_80": 163 * 1024,
+                      "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024}
+"""Shared memory one block may opt in to, per architecture (CUDA C Programming Guide, "Technical
+Specifications per Compute Capability")."""
+
+
+def arch_cc(arch: str) -> tuple[int, int]:
+    """'sm_86' -> (8, 6)."""
+    return int(arch[3:-1]), int(arch[-1])
+
+
+def supported_archs() -> list[str]:
+    """The architectures of ARCHS that this machine's NVRTC can compile for (CUDA 13 dropped
+    sm_70); empty without NVRTC."""
+    try:
+        from cupy.cuda import nvrtc
+        have = set(nvrtc.getSupportedArchs())
+    except Exception:
+        return []
+    return [a for a in ARCHS if int(a[3:]) in have]
+
+
+def _compile(source: str, defines: tuple, options: tuple, arch: str) -> dict | str:
+    """ptxas's report for every kernel of one module built for ``arch``, or the first error line
+    (remembered: each module is compiled once per architecture and process)."""
+    key = (source, defines, options, arch)
+    if key not in _built:
+        path = cuda_source.resolve(source)
+        flags = tuple(f"-D{k}={v}" for k, v in defines) + options
+        try:
+            _built[key] = cuda_source.ptxas_report(cuda_source.read_source(path), path.name, flags, arch)
+        except KernelSourceError as exc:
+            errors = [line for line in str(exc).splitlines() if "error" in line]
+            _built[key] = (errors or str(exc).splitlines()[-1:])[0].strip()
+    return _built[key]
+
+
+_built: dict[tuple, dict | str] = {}
+
+
+def compile_for(spec, arch: str) -> dict:
+    """One kernel built for one architecture: whether it should and did compile, its registers
+    and spills, and whether its shared memory fits that architecture's limit."""
+    expected = arch_cc(arch) >= spec.min_cc
+    out = _compile(spec.source, spec.defines, spec.options, arch)
+    row = {"kernel": spec.id, "arch": arch, "min_cc": cc_text(spec.min_cc),
+           "expected": "compiles" if expected else "fails", "compiles": isinstance(out, dict)}
+    if isinstance(out, dict):
+        report = out[spec.name]
+        row.update(registers=report["num_regs"], spill_stores=report["spill_stores"],
+                   spill_loads=report["spill_loads"],
+                   shared_fits=report["shared_size_bytes"] + spec.stage_bytes
+                   <= SHARED_OPTIN_BYTES[arch])
+    else:
+        row["error"] = out
+    return row
+
+
+def matrix(specs, archs=None) -> pd.DataFrame:
+    """:func:`compile_for` every kernel for every architecture (default: those NVRTC supports);
+    each distinct module is compiled once per architecture, on every core."""
+    specs, archs = list(specs), list(archs or supported_archs())
+    keys = [k for k in dict.fromkeys((s.source, s.defines, s.options, a) for s in specs for a in archs)
+            if k not in _built]
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:  # NVRTC compiles in parallel
+        _built.update(zip(keys, pool.map(_compile_key, keys)))
+    return pd.DataFrame([compile_for(s, a) for s in specs for a in archs])
+
+
+def _compile_key(key: tuple) -> dict | str:
+    return _compile(*key)

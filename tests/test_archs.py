@@ -1,0 +1,65 @@
+"""Every GPU from compute capability 7.0 on: each kernel compiles for every architecture at or above
+its registry entry's min_cc and fails below it; a device below is refused with a clear message."""
+import numpy as np
+import pytest
+
+from book import LaunchError
+from book.archs import ARCHS, matrix, supported_archs
+from book.measure import check_kernels, sweep
+from book.registry import KERNELS, async_tile, device_cc, usable
+from book.tune import SPACE
+
+ASYNC = KERNELS["async_128x256x16_w64x64_n4_8x4_t256_s4_pad4_m1_serp"]
+
+
+@pytest.fixture(scope="module")
+def built():
+    archs = supported_archs()
+    if not archs:
+        pytest.skip("NVRTC is not available")
+    return matrix(list(KERNELS.values()) + [async_tile(**c) for c in SPACE], archs)
+
+
+def test_nvrtc_covers_every_architecture_of_the_book():
+    from cupy.cuda import nvrtc
+    if nvrtc.getVersion()[0] != 12:  # CUDA 13 dropped sm_70; CI installs CUDA 12's NVRTC
+        pytest.skip(f"NVRTC {nvrtc.getVersion()} is not CUDA 12's")
+    assert supported_archs() == list(ARCHS)
+
+
+def test_each_kernel_compiles_exactly_from_its_minimum_on(built):
+    wrong = built[(built.expected == "compiles") != built.compiles]
+    assert wrong.empty, wrong[["kernel", "arch", "min_cc", "error"]].to_string()
+    below = built[built.expected == "fails"]
+    assert len(below) and below.error.str.contains("cp.async").all()  # the feature min_cc names
+
+
+def test_registers_are_reported_for_every_build(built):
+    ok = built[built.compiles]
+    assert (ok.registers > 0).all() and (ok.registers <= 255).all()
+    assert ok.groupby("kernel").arch.count().min() >= 4  # sm_80 ... sm_90 at least
+
+
+def test_a_device_below_the_minimum_refuses_with_a_clear_message(monkeypatch, capsys):
+    monkeypatch.setenv("BOOK_ASSUME_CC", "7.5")
+    assert device_cc() == (7, 5)
+    with pytest.raises(LaunchError, match=r"async_\w+ cannot run here: it needs compute capability "
+                                          r"8.0 \(cp.async\); this device counts as 7.5"):
+        ASYNC.kernel()
+    kept = usable([KERNELS["naive16"], ASYNC])
+    assert [s.id for s in kept] == ["naive16"]
+    assert capsys.readouterr().out.count("\n") == 1  # one line names what is skipped and why
+    df = sweep([KERNELS["naive16"], ASYNC], [(33, 17, 9)], baseline=False)
+    assert list(df.status) == ["ok", "skipped (needs compute capability 8.0 (cp.async); "
+                                     "this device counts as 7.5)"]
+    assert np.isnan(df.gflops.iloc[1])
+    table = check_kernels([KERNELS["naive16"], ASYNC], [(33, 17, 9)])
+    assert list(table.iloc[:, 0]) == ["ok", "skipped"]
+
+
+def test_assume_cc_only_lowers_and_must_be_a_compute_capability(monkeypatch):
+    monkeypatch.setenv("BOOK_ASSUME_CC", "12.0")
+    assert device_cc() <= (12, 0) and ASYNC.why_not_here() is None
+    monkeypatch.setenv("BOOK_ASSUME_CC", "sm_75")
+    with pytest.raises(ValueError, match="BOOK_ASSUME_CC='sm_75': write a compute capability"):
+        device_cc()
