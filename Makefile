@@ -1,9 +1,10 @@
-# The two commands of the README. Each one sets itself up (a virtual environment in .venv).
+# The README's commands. Each one sets itself up (a virtual environment in .venv).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TEST := BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q
 
-.PHONY: test book gpu-book clean
+.PHONY: test book gpu-book gpu-test clean
 
 $(BIN)/.installed: requirements.txt
 	$(PY) -m venv $(VENV)
@@ -12,18 +13,27 @@ $(BIN)/.installed: requirements.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
+# On a GPU machine: also the CUDA libraries CuPy loads (cuBLAS, NVRTC, ...), as pip packages.
+$(BIN)/.gpu-installed: $(BIN)/.installed requirements-gpu.txt
+	$(BIN)/pip install -q -r requirements-gpu.txt
+	touch $@
+
 ## Run every test: tests/ plus every notebook re-executed and compared by nbval (results/ untouched).
 test: $(BIN)/.installed
-	BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q
+	$(TEST)
 
 ## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
 book: $(BIN)/.installed
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
-gpu-book: $(BIN)/.installed
+gpu-book: $(BIN)/.gpu-installed
 	$(BIN)/python -m book.execute
 	$(BIN)/jupyter-book build -W -n --keep-going .
+
+## On a GPU: the tests and nbval on the GPU (results/ untouched).
+gpu-test: $(BIN)/.gpu-installed
+	$(TEST)
 
 clean:
 	rm -rf _build

@@ -88,3 +88,15 @@ def load(gpu: str | None = None) -> dict[str, float]:
             raise
         df = results.live_or_recorded(measure(), CHAPTER)
     return dict(zip(df.ceiling, df.value))
+
+
+def recorded() -> pd.DataFrame:
+    """The ceilings recorded for every GPU under results/ (one row each; chapter 0 compares them)."""
+    rows = {}
+    for gpu in results.recorded_gpus():
+        try:
+            df = results.load(CHAPTER, gpu)
+        except FileNotFoundError:
+            continue
+        rows[df.attrs["device"]["name"]] = dict(zip(df.ceiling, df.value))
+    return pd.DataFrame(rows).T.rename_axis("GPU").sort_index()

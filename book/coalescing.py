@@ -68,17 +68,22 @@ def naive_traffic(spec, M: int, N: int, K: int) -> dict:
 
     Thread (row, col) loads A[row * K + k] and B[k * N + col] for k = 0 ... K-1 and stores
     C[row * N + col]; all three arrays start 32-byte aligned. Exact for every k: adding 8 to k
-    moves every address by a whole number of sectors, so the count repeats with period 8.
+    moves every address by a whole number of sectors, so the count repeats with period 8. Where
+    K (for A) or N (for B) is a multiple of 8, every k < 8 gives the count of k = 0 too (the
+    k-th float of a row then lies in the row's first sector), so it is counted once.
     """
     row, col, active = thread_coordinates(spec, M, N)
     live = active.any(axis=1)
     row, col, active = row[live], col[live], active[live]
     out = {"kernel": spec.id, "M": M, "N": N, "K": K, "warps": len(row)}
-    load_a = load_b = 0
-    for r in range(min(8, K)):
-        times = len(range(r, K, 8))
-        load_a += times * int(sectors(FLOAT * (row * K + r), active).sum())
-        load_b += times * int(sectors(FLOAT * (r * N + col), active).sum())
+    steps = range(min(8, K))
+    count_a = lambda r: int(sectors(FLOAT * (row * K + r), active).sum())  # noqa: E731
+    count_b = lambda r: int(sectors(FLOAT * (r * N + col), active).sum())  # noqa: E731
+    a = [count_a(r) for r in steps] if K % 8 else [count_a(0)] * len(steps)
+    b = [count_b(r) for r in steps] if N % 8 else [count_b(0)] * len(steps)
+    times = [len(range(r, K, 8)) for r in steps]
+    load_a = sum(t * x for t, x in zip(times, a))
+    load_b = sum(t * x for t, x in zip(times, b))
     out["load_requests"] = 2 * K * len(row)
     out["load_sectors_A"] = load_a
     out["load_sectors_B"] = load_b

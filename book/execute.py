@@ -1,7 +1,8 @@
 """Execute every chapter notebook in place on this machine, in order (``python -m book.execute``).
 
 Run it on a GPU host: each chapter measures, saves ``results/<gpu>/`` and stores its outputs,
-which the HTML book then shows. Prints the time each notebook took.
+which the HTML book then shows. Prints the time each notebook took, and under it the cells that
+took longer than SLOW_CELL_S.
 
     python -m book.execute                 # all of notebooks/*.ipynb
     python -m book.execute 02_naive        # only the notebooks whose names start with these
@@ -13,6 +14,22 @@ import time
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+SLOW_CELL_S = 3.0  # cells slower than this are listed under their chapter's time
+
+
+def slow_cells(nb, over: float = SLOW_CELL_S) -> list[tuple[float, str]]:
+    """(seconds, first line) of the code cells that took longer than ``over``, from the
+    execution times nbclient records in each cell's metadata."""
+    from datetime import datetime
+    out = []
+    for cell in nb.cells:
+        run = cell.get("metadata", {}).get("execution", {})
+        if cell.cell_type == "code" and "shell.execute_reply" in run:
+            start, end = (datetime.fromisoformat(run[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            if (end - start).total_seconds() > over:
+                out.append(((end - start).total_seconds(), cell.source.splitlines()[0][:70]))
+    return out
 
 
 def main(prefixes: list[str]) -> int:
@@ -36,6 +53,8 @@ def main(prefixes: list[str]) -> int:
         total += seconds
         nbformat.write(nb, path)
         print(f"{path.name:<28} {seconds:7.1f} s", flush=True)
+        for cell_seconds, first_line in slow_cells(nb):
+            print(f"    {cell_seconds:5.1f} s  {first_line}", flush=True)
     print(f"{'all notebooks':<28} {total:7.1f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 

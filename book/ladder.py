@@ -26,6 +26,8 @@ FILES = ["02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coar
 """The results files that time kernels at n = 4096, in chapter order: a kernel is taken from the
 first file holding it, and listed under the chapter that introduced it."""
 TUNE = "08_tune"
+REQUIRED = ["00_ceilings", "01_cpu_loop"] + FILES + [TUNE]
+"""The results files a GPU folder must hold (with device.json) to stand in the ladder."""
 README = Path(__file__).resolve().parents[1] / "README.md"
 BEGIN, END = "<!-- ladder:begin -->", "<!-- ladder:end -->"
 
@@ -54,7 +56,8 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
         ok = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.status == "ok")]
         if name == TUNE and len(ok):  # only the winner of the search (picked at its largest n)
             from .tune import winner
-            ok = ok[ok.kernel == winner(df).kernel]
+            best = winner(df)
+            ok = ok[ok.kernel == (best.kernel if best is not None else None)]
             ok = ok.assign(label="autotuned winner: " + ok.label)
         for r in ok.itertuples():
             if r.kernel in seen:
@@ -71,10 +74,49 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def all_gpus(n: int = 4096) -> pd.DataFrame:
-    """:func:`ladder` for every GPU with results, stacked."""
-    frames = [ladder(gpu, n) for gpu in results.recorded_gpus()]
-    return pd.concat([f for f in frames if len(f)], ignore_index=True)
+def complete_gpus() -> tuple[list[str], dict[str, str]]:
+    """The GPU folders that hold every REQUIRED file (newest first), and {folder: what it lacks}
+    for the others -- e.g. a GPU whose chapters were re-executed with saving off, or only some."""
+    complete, left_out = [], {}
+    for gpu in results.recorded_gpus():
+        missing = [f for f in REQUIRED if not (results.RESULTS / gpu / f"{f}.csv").exists()]
+        if missing:
+            left_out[gpu] = f"lacks {', '.join(missing)}"
+        else:
+            complete.append(gpu)
+    return complete, left_out
+
+
+def all_gpus(n: int = 4096, say: bool = False) -> pd.DataFrame:
+    """:func:`ladder` for every GPU whose results are complete, stacked; with ``say``, prints
+    which folders it used and which it left out, and why."""
+    complete, left_out = complete_gpus()
+    if say:
+        print(f"GPUs with complete results: {', '.join(complete) or 'none'}")
+        for gpu, why in left_out.items():
+            print(f"left out: results/{gpu}/ ({why})")
+    frames = [f for f in (ladder(gpu, n) for gpu in complete) if len(f)]
+    if not frames:
+        raise FileNotFoundError(f"no GPU folder in {results.RESULTS} holds every file of {REQUIRED}")
+    return pd.concat(frames, ignore_index=True)
+
+
+MILESTONES = {"naive 32x32 (ch. 2)": "naive32", "tiled 32 (ch. 4)": "tiled32",
+              "best register tile (ch. 6)": 6, "best of chapter 8": 8}
+"""The rungs chapter 9's prose reads per GPU: a kernel id, or a chapter (its best kernel)."""
+
+
+def milestones(df: pd.DataFrame) -> pd.DataFrame:
+    """% of cuBLAS at the MILESTONES per GPU (rows), with cuBLAS's GFLOP/s."""
+    rows = {}
+    for device, g in df[df.pct_of_cublas.notna()].groupby("device", sort=False):
+        row = {}
+        for name, key in MILESTONES.items():
+            pick = g[g.kernel == key] if isinstance(key, str) else g[g.chapter == key]
+            row[name] = pick.pct_of_cublas.max()
+        row["cuBLAS GFLOP/s"] = g[g.kernel == "cublas"].gflops.max()
+        rows[device] = row
+    return pd.DataFrame(rows).T.rename_axis("GPU")
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
@@ -189,21 +231,67 @@ def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFr
     flops = 2.0 * d.M.astype(float) ** 3
     d = d.assign(ai_dram=flops / (d.dram_read_bytes + d.dram_write_bytes),
                  ai_l2=flops / (32.0 * d.l2_read_sectors))
-    peak, bw = _ceilings(device)
+    peak, bw = ceilings_of(device)
     return d.assign(of_roof=d.gflops / (bw * d.ai_dram).clip(upper=peak)).set_index("kernel")
 
 
-def _ceilings(device: str) -> tuple[float, float]:
+def compare(df: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
+    """Each kernel's GFLOP/s at n = 4096 on two GPUs, and ``other`` over ``base``."""
+    two = df[df.device.isin([base, other]) & df.gflops.notna()]
+    wide = two.pivot_table(index=["chapter", "kernel", "label"], columns="device", values="gflops",
+                           sort=False)[[base, other]].dropna()
+    return wide.assign(ratio=wide[other] / wide[base]).reset_index()
+
+
+def compare_ceilings(base: str, other: str) -> pd.DataFrame:
+    """The measured ceilings of two GPUs (FMA peak, copy bandwidth, cuBLAS at 4096, and the ridge
+    point where the copy-bandwidth slope meets the FMA peak), and ``other`` over ``base``."""
+    cols = {}
+    for device in (base, other):
+        c = ceilings.load(results.gpu_slug(device))
+        cols[device] = {"FP32 FMA peak (GFLOP/s)": c["fp32_fma_peak"],
+                        "copy bandwidth (GB/s)": c["copy_bandwidth"],
+                        "cuBLAS SGEMM, n = 4096 (GFLOP/s)": c["cublas_sgemm"],
+                        "ridge point (FLOP/byte)": c["fp32_fma_peak"] / c["copy_bandwidth"]}
+    t = pd.DataFrame(cols)
+    return t.assign(ratio=t[other] / t[base])
+
+
+def ceilings_of(device: str) -> tuple[float, float]:
     """The FMA peak and copy bandwidth recorded for ``device``."""
     c = ceilings.load(results.gpu_slug(device))
     return c["fp32_fma_peak"], c["copy_bandwidth"]
+
+
+def roofline_traffic(df: pd.DataFrame, n: int = 4096):
+    """(device, ncu's byte counts at n) for the roofline: measured now on this GPU where the
+    ladder holds its results and ncu works, else recorded with the first GPU of the ladder that
+    has them; (None, None) where there are none. Prints where they come from."""
+    from . import ncu
+    from .device import device_report
+    from .runtime import BACKEND
+    here = device_report()["name"] if BACKEND == "gpu" else None
+    if here in set(df.device):
+        kernels = df[(df.device == here) & (df.kernel != "cpu")].kernel
+        traffic = ncu.counters([(k, (n,) * 3) for k in kernels], ncu.MEMORY_TRAFFIC, "09_traffic")
+        if traffic is not None:
+            return here, traffic
+    for device in df.device.unique():
+        try:
+            traffic = results.load("09_traffic", results.gpu_slug(device))
+        except FileNotFoundError:
+            continue
+        print(f"Counters {traffic.attrs['source']} (ncu).")
+        return device, traffic
+    print("No ncu counters recorded for the GPUs of the ladder: no roofline.")
+    return None, None
 
 
 def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
     """GFLOP/s against FLOPs per DRAM byte (filled) and per byte read from L2 (hollow), for one
     GPU, under its measured FMA peak and copy bandwidth."""
     d = intensity(df, traffic, device)
-    peak, bw = _ceilings(device)
+    peak, bw = ceilings_of(device)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(12, 5.5))
         x = np.logspace(-1, 3.5, 200)
@@ -230,7 +318,7 @@ def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
 
 
 def main(argv: list[str]) -> int:
-    df = all_gpus()
+    df = all_gpus(say=True)
     if argv == ["--check"]:
         ok = readme_is_current(df)
         print("README ladder is current" if ok else "README ladder is stale: run python -m book.ladder")

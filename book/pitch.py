@@ -77,13 +77,16 @@ def layouts() -> dict[str, int]:
     return out
 
 
-def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3) -> pd.DataFrame:
+def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3,
+                target_s: float = 0.03, max_repeat: int = 50) -> pd.DataFrame:
     """Check then time every kernel at every size in every layout, ``repeats`` times.
 
     The layouts are interleaved (for each n and repeat, every layout once, in an order rotated
     per repeat) and every repeat uses fresh allocations, so that clock ramps, drift and where an
     allocation happens to land in memory fall on all layouts alike instead of on whichever came
-    first. One row per (repeat, layout, kernel, n), with 'layout' and 'repeat' columns.
+    first. One row per (repeat, layout, kernel, n), with 'layout' and 'repeat' columns. Each
+    point is the median of up to ``max_repeat`` runs (about ``target_s`` of GPU time): the
+    spread that matters here is the one between repeats, which the chapter shows.
     """
     from .measure import sweep
     names = list(aligns)
@@ -91,7 +94,8 @@ def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3) -> pd.Da
     for n in sizes:
         for r in range(repeats):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                d = sweep(specs, [n], baseline=False, ld_align=aligns[name], seed=r)
+                d = sweep(specs, [n], baseline=False, ld_align=aligns[name], seed=r,
+                          target_s=target_s, max_repeat=max_repeat)
                 frames.append(d.assign(layout=name, repeat=r))
     return pd.concat(frames, ignore_index=True)
 

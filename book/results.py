@@ -63,8 +63,12 @@ def load_device(gpu: str) -> dict:
 
 
 def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
-    """The recorded results of a chapter; ``df.attrs['source']`` says where they come from."""
-    gpu = gpu or os.environ.get("BOOK_RESULTS_GPU") or next(iter(recorded_gpus()), None)
+    """The recorded results of a chapter; ``df.attrs['source']`` says where they come from.
+
+    Without ``gpu``: the GPU named by ``BOOK_RESULTS_GPU``, else the GPU saved last that holds
+    this chapter's file."""
+    gpu = gpu or os.environ.get("BOOK_RESULTS_GPU") or next(
+        (g for g in recorded_gpus() if (RESULTS / g / f"{chapter}.csv").exists()), None)
     path = RESULTS / str(gpu) / f"{chapter}.csv"
     if gpu is None or not path.exists():
         raise FileNotFoundError(f"no recorded results for {chapter} (looked in {RESULTS})")

@@ -63,9 +63,12 @@ def opcode_counts(listing: str) -> Counter:
 
 def measure(specs) -> pd.DataFrame:
     """One row per kernel: the WATCH opcodes' static counts and the listing's total."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:  # one nvcc per kernel, at once
+        listings = list(pool.map(disassemble, specs))
     rows = []
-    for spec in specs:
-        counts = opcode_counts(disassemble(spec))
+    for spec, listing in zip(specs, listings):
+        counts = opcode_counts(listing)
         row = {op: counts.get(op, 0) for op in WATCH}
         for local in ("LDL", "STL"):
             row[local] = sum(c for op, c in counts.items() if op.split(".")[0] == local)

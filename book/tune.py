@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .measure import sweep
-from .registry import async_tile
+from .registry import async_tile, usable
 
 SPACE = [
     {},                                                          # the registered configuration
@@ -27,18 +27,19 @@ SPACE = [
 
 
 def tune(sizes, space=SPACE, progress: bool = False) -> pd.DataFrame:
-    """Check and time every configuration at every size; the defines are columns."""
-    specs = [async_tile(**change) for change in space]
+    """Check and time every configuration this GPU can run (one printed line names the others)
+    at every size; the defines are columns."""
+    specs = usable([async_tile(**change) for change in space])
     df = sweep(specs, sizes, progress=progress)
     defines = pd.DataFrame([{**dict(s.defines), "kernel": s.id} for s in specs])
     return df.merge(defines, on="kernel", how="left")
 
 
-def winner(df: pd.DataFrame) -> pd.Series:
-    """The fastest checked configuration at the largest size."""
+def winner(df: pd.DataFrame) -> pd.Series | None:
+    """The fastest checked configuration at the largest size (None where none ran)."""
     ok = df[(df.status == "ok") & (df.kernel != "cublas")]
     top = ok[ok.M == ok.M.max()]
-    return top.loc[top.gflops.idxmax()]
+    return top.loc[top.gflops.idxmax()] if len(top) else None
 
 
 def step_table(df: pd.DataFrame, specs, peak: float) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """Chapter 9's summary: read from the results files, never typed in."""
 import pandas as pd
+import pytest
 
 from book import ladder, results
 from book.registry import KERNELS
@@ -32,3 +33,58 @@ def test_markdown_has_one_column_pair_per_gpu():
                         "GPU B: GFLOP/s | GPU B: % of cuBLAS |")
     assert lines[2] == "| 2 | naive | 4096 | 5,000 | 10.0 | 4,000 | 12.0 |"
     assert lines[3] == "| cuBLAS | cuBLAS SGEMM | 4096 |  |  | 90,000 | 100.0 |"
+
+
+def _partial_results(tmp_path):
+    """A results folder with one complete GPU (a copy of a recorded one) and one GPU that holds
+    only chapter 1's file, as a re-execution of chapter 1 alone would leave it."""
+    import json
+    import shutil
+    complete = ladder.complete_gpus()[0][0]
+    shutil.copytree(results.RESULTS / complete, tmp_path / complete)
+    partial = tmp_path / "nvidia-partial-gpu"
+    partial.mkdir()
+    report = dict(results.load_device(complete), name="NVIDIA Partial GPU", saved="2099-01-01T00:00:00")
+    (partial / "device.json").write_text(json.dumps(report))
+    shutil.copy(results.RESULTS / complete / "01_cpu_loop.csv", partial / "01_cpu_loop.csv")
+    return complete
+
+
+def test_chapter_9_uses_only_complete_gpu_folders(tmp_path, monkeypatch, capsys):
+    complete = _partial_results(tmp_path)
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    assert results.recorded_gpus()[0] == "nvidia-partial-gpu"  # saved last, yet incomplete
+    gpus, left_out = ladder.complete_gpus()
+    assert gpus == [complete]
+    assert left_out["nvidia-partial-gpu"].startswith("lacks 00_ceilings, 02_naive")
+    df = ladder.all_gpus(say=True)
+    assert "left out: results/nvidia-partial-gpu/ (lacks 00_ceilings" in capsys.readouterr().out
+    assert set(df.device) == {results.load_device(complete)["name"]}
+    rungs = ladder.milestones(df)
+    assert rungs.notna().all().all() and len(rungs) == 1
+    device, traffic = ladder.roofline_traffic(df)
+    assert device == results.load_device(complete)["name"] and len(traffic)
+    assert "NVIDIA Partial GPU" not in ladder.markdown(df)
+
+
+def test_chapter_9_notebook_runs_against_a_partial_results_folder(tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+    from conftest import ROOT
+    _partial_results(tmp_path)
+    monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("BOOK_BACKEND", "cpu")
+    nb = nbformat.read(ROOT / "notebooks" / "09_ladder.ipynb", as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "left out: results/nvidia-partial-gpu/" in text
+
+
+def test_writers_save_nothing_where_saving_is_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    assert not results.saving()  # no GPU here (and make test sets BOOK_SAVE_RESULTS=0)
+    results.keep(pd.DataFrame({"x": [1]}), "00_anything")
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(RuntimeError, match="saved only on a GPU with saving on"):
+        results._save(pd.DataFrame({"x": [1]}), "00_anything")
