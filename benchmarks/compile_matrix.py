@@ -22,6 +22,8 @@ df = matrix(KERNELS.values(), archs)
 def cell(r) -> str:
     if not r.compiles:
         return "no build" if r.expected == "fails" else "FAILS"
+    if pd.isna(r.get("registers")):
+        return "built (no report)"  # CUDA 13's NVRTC drops ptxas's resource report
     text = f"{r.registers:.0f}" + (f" +{r.spill_stores:.0f}B spill" if r.spill_stores else "")
     return text + ("" if r.shared_fits else " (smem)")
 
