@@ -31,7 +31,7 @@ def tune(sizes, space=SPACE, progress: bool = False) -> pd.DataFrame:
     at every size; the defines are columns."""
     specs = usable([async_tile(**change) for change in space])
     df = sweep(specs, sizes, progress=progress)
-    defines = pd.DataFrame([{**dict(s.defines), "kernel": s.id} for s in specs])
+    defines = pd.DataFrame([{**dict(s.defines), "kernel": s.id} for s in specs] or {"kernel": []})
     return df.merge(defines, on="kernel", how="left")
 
 

@@ -1,4 +1,6 @@
 """The check-before-timing harness catches wrong kernels and never times them."""
+import re
+
 import numpy as np
 import pytest
 
@@ -51,3 +53,13 @@ def test_cpu_loop_matches_and_rejects_bad_shapes():
     assert relative_error(python_matmul(a, b), ref) < 1e-6
     with pytest.raises(ValueError, match="do not multiply"):
         c_matmul(a, b.T)
+
+
+def test_sweep_stops_growing_n_once_a_size_exceeds_the_time_budget(monkeypatch, capsys):
+    monkeypatch.setenv("BOOK_POINT_BUDGET_S", "0")  # every size is over budget
+    df = sweep([KERNELS["naive16"]], [8, 16, 4], baseline=False)
+    assert df.status.iloc[0] == "ok"
+    assert re.fullmatch(r"skipped \(8x8x8 took \d+ s, over the 0 s budget per size "
+                        r"\(BOOK_POINT_BUDGET_S\)\)", df.status.iloc[1])
+    assert df.status.iloc[2] == "ok"  # a smaller size still runs
+    assert "skipping 16x16x16: 8x8x8 took" in capsys.readouterr().out
