@@ -35,10 +35,14 @@ def test_each_kernel_compiles_exactly_from_its_minimum_on(built):
 
 
 def test_registers_are_reported_for_every_build(built):
+    from cupy.cuda import nvrtc
     ok = built[built.compiles]
-    if "registers" not in ok or ok.registers.isna().all():
-        pytest.skip("this NVRTC (CUDA 13) gives no ptxas report")
-    assert (ok.registers > 0).all() and (ok.registers <= 255).all()
+    registers = ok.registers if "registers" in ok else ok.kernel.map(lambda _: float("nan"))
+    if nvrtc.getVersion()[0] >= 13:  # CUDA 13's NVRTC drops ptxas's report for some builds
+        registers = registers.dropna()
+        if registers.empty:
+            pytest.skip("this NVRTC gives no ptxas report")
+    assert registers.notna().all() and (registers > 0).all() and (registers <= 255).all()
     assert ok.groupby("kernel").arch.count().min() >= 4  # sm_80 ... sm_90 at least
 
 
