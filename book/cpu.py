@@ -100,14 +100,19 @@ def emulate_source(text: str) -> str:
 
 def _wrapper(text: str, kernels) -> str:
     exports = "\n".join(
-        f'extern "C" void cuda_emu_launch_{k}(const unsigned* g, const unsigned* b, '
-        f'std::size_t smem, void** args, unsigned workers) '
-        f'{{ ::cuda_emu::launch({k}, g, b, smem, args, workers); }}' for k in kernels)
+        f'extern "C" int cuda_emu_launch_{k}(const unsigned* g, const unsigned* b, '
+        f'std::size_t smem, void** args, unsigned workers, char* err, std::size_t err_size) '
+        f'{{ return ::cuda_emu::launch({k}, g, b, smem, args, workers, err, err_size); }}'
+        for k in kernels)
     return f'#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n{exports}\n'
 
 
 class CompileError(RuntimeError):
     """The C++ compiler rejected a kernel source; the message carries its output."""
+
+
+class KernelFault(RuntimeError):
+    """A launch stopped by an error the emulator found (the runtime raises it as LaunchError)."""
 
 
 _lock = threading.Lock()
@@ -156,5 +161,10 @@ class CpuModule:
         argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         workers = int(os.environ.get("BOOK_CPU_THREADS") or os.cpu_count() or 1)
         fn = getattr(self._lib, f"cuda_emu_launch_{kernel}")
-        fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), ctypes.c_size_t(shared_mem),
-           argv, ctypes.c_uint(workers))
+        fn.restype = ctypes.c_int
+        message = ctypes.create_string_buffer(2048)
+        failed = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block),
+                    ctypes.c_size_t(shared_mem), argv, ctypes.c_uint(workers), message,
+                    ctypes.c_size_t(len(message)))
+        if failed:
+            raise KernelFault(message.value.decode(errors="replace"))

@@ -274,7 +274,11 @@ class _Module:
 
     def launch(self, name, grid, block, args, params, shared_mem):
         if BACKEND == "cpu":
-            self._cpu.launch(name, grid, block, args, params, shared_mem)
+            from .cpu import KernelFault
+            try:
+                self._cpu.launch(name, grid, block, args, params, shared_mem)
+            except KernelFault as exc:
+                raise LaunchError(f"{name}: {exc}") from None
             return
         try:
             self.function(name)(grid, block, args, shared_mem=shared_mem)

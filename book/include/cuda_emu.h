@@ -8,7 +8,16 @@
 //     before it resumes a fiber;
 //   * __syncthreads() suspends the fiber; when every live fiber of the block has reached the
 //     barrier (or returned: an exited thread no longer takes part, as on current GPUs) they all
-//     resume. So an early `return` before a barrier cannot deadlock the others;
+//     resume. So an early `return` before a barrier cannot deadlock the others; live threads
+//     waiting at different __syncthreads() (source lines) are an error (barrier divergence);
+//   * threads form warps of 32 by linear thread index, as on the GPU. A warp-level operation
+//     (__shfl*_sync, __ballot/__any/__all_sync, __syncwarp) suspends the lane until every lane
+//     its mask names has reached an operation of the same kind with the same mask; then each
+//     lane's result is computed at once (so a later tensor-core operation can read the whole
+//     warp's fragments the same way). A mask lane that has exited or waits elsewhere while
+//     nothing else can move is an error naming both threads;
+//   * an error (these, and the checks below) stops the launch: book/cpu.py raises LaunchError
+//     with the message, which names the block and thread;
 //   * a block runs on one OS thread; a launch starts one OS thread per core (BOOK_CPU_THREADS
 //     overrides) and each pulls blocks until none are left, reusing its fibers and stacks;
 //   * `__shared__` variables are `static thread_local`: one copy per OS thread, i.e. per block in
@@ -58,12 +67,34 @@ inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 // ---- the scheduler ---------------------------------------------------------------------------
 namespace cuda_emu {
 
-enum FiberState { READY, AT_BARRIER, DONE };
+enum FiberState { READY, AT_BARRIER, AT_WARP, DONE };
+enum WarpOp { SHFL, VOTE, SYNC, ACTIVE };
+inline const char* const kOpNames[] = {"a __shfl*_sync", "a vote (__ballot/__any/__all_sync)",
+                                       "__syncwarp", "__activemask()"};
 
 struct Fiber {
     ucontext_t ctx;
     uint3 tid;
+    unsigned lane;            // linear thread index % 32: threads form warps as on the GPU
     FiberState state;
+    int line;                 // source line of the barrier or warp operation it waits at
+    // A warp-level operation in progress (state AT_WARP): what this lane brings, what it gets.
+    WarpOp op;
+    unsigned mask;
+    unsigned long long value, result;
+    unsigned src;             // for shuffles: the lane whose value this lane reads
+};
+
+// The first error of a launch (any worker, any block) wins; the launch then stops.
+struct ErrorSink {
+    std::atomic<bool> failed{false};
+    char* text;
+    std::size_t size;
+    void report(const char* message) {
+        bool expected = false;
+        if (failed.compare_exchange_strong(expected, true))
+            std::snprintf(text, size, "%s", message);
+    }
 };
 
 struct Worker {
@@ -71,6 +102,8 @@ struct Worker {
     Fiber* current = nullptr;
     void (*body)(void*) = nullptr;  // runs the kernel once, for the current fiber
     void* closure = nullptr;
+    ErrorSink* errors = nullptr;
+    bool failed = false;            // a fiber of this worker reported an error
 };
 
 inline thread_local Worker* worker = nullptr;
@@ -88,16 +121,187 @@ inline void fiber_main() {
     w->current->state = DONE;  // returning resumes uc_link, the scheduler
 }
 
-inline void syncthreads() {
+inline int where(char* out, std::size_t size, const uint3& t) {
+    return std::snprintf(out, size, "block (%u, %u, %u), thread (%u, %u, %u)", block_idx.x,
+                         block_idx.y, block_idx.z, t.x, t.y, t.z);
+}
+
+// Called from a kernel's thread: report an error naming the block and thread, and never return
+// (the fiber is abandoned; the launch stops and Python raises LaunchError with the message).
+[[noreturn]] inline void fail_here(const char* what) {
+    Worker* w = worker;
+    char message[1024];
+    int n = where(message, sizeof message, w->current->tid);
+    std::snprintf(message + n, sizeof message - n, ": %s", what);
+    w->errors->report(message);
+    w->failed = true;
+    w->current->state = DONE;
+    swapcontext(&w->current->ctx, &w->scheduler);
+    std::abort();  // unreachable: a failed fiber is never resumed
+}
+
+inline void syncthreads(int line) {
     Worker* w = worker;
     Fiber* f = w->current;
     f->state = AT_BARRIER;
+    f->line = line;
     swapcontext(&f->ctx, &w->scheduler);
+}
+
+// Suspends the calling lane until every lane its mask names has reached a warp operation of the
+// same kind with the same mask; the scheduler then computes each lane's result.
+inline unsigned long long warp_op(WarpOp op, unsigned mask, unsigned long long value, unsigned src,
+                                  int line) {
+    Worker* w = worker;
+    Fiber* f = w->current;
+    if (!(mask >> f->lane & 1u)) {
+        char what[256];
+        std::snprintf(what, sizeof what, "%s at line %d has mask 0x%08x, which leaves out the "
+                      "calling lane %u (a lane must name itself)", kOpNames[op], line, mask, f->lane);
+        fail_here(what);
+    }
+    f->state = AT_WARP;
+    f->op = op;
+    f->mask = mask;
+    f->value = value;
+    f->src = src;
+    f->line = line;
+    swapcontext(&f->ctx, &w->scheduler);
+    return f->result;
+}
+
+// After a pass in which every fiber ran until it blocked: release the warp groups whose lanes have
+// all arrived. Returns true if any group was released.
+inline bool release_warps(std::vector<Fiber>& fibers) {
+    bool released = false;
+    const std::size_t n = fibers.size();
+    for (std::size_t base = 0; base < n; base += 32) {
+        const std::size_t end = std::min(n, base + 32);
+        for (std::size_t i = base; i < end; ++i) {
+            Fiber& f = fibers[i];
+            if (f.state != AT_WARP || f.op == ACTIVE) continue;
+            bool complete = true;
+            for (unsigned l = 0; l < 32 && complete; ++l) {
+                if (!(f.mask >> l & 1u)) continue;
+                const std::size_t j = base + l;
+                complete = j < end && fibers[j].state == AT_WARP && fibers[j].mask == f.mask &&
+                           fibers[j].op == f.op;
+            }
+            if (!complete) continue;
+            unsigned long long ballot = 0;
+            for (unsigned l = 0; l < 32; ++l)
+                if (f.mask >> l & 1u && fibers[base + l].value) ballot |= 1ull << l;
+            for (unsigned l = 0; l < 32; ++l) {
+                if (!(f.mask >> l & 1u)) continue;
+                Fiber& g = fibers[base + l];
+                if (g.op == SHFL) {
+                    if (!(f.mask >> g.src & 1u)) {  // on a GPU: an undefined value
+                        char what[320];
+                        std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, %u):"
+                                      " a __shfl*_sync at line %d reads lane %u, which its mask "
+                                      "0x%08x leaves out", block_idx.x, block_idx.y, block_idx.z,
+                                      g.tid.x, g.tid.y, g.tid.z, g.line, g.src, f.mask);
+                        worker->errors->report(what);
+                        worker->failed = true;
+                        return false;
+                    }
+                    g.result = fibers[base + g.src].value;
+                } else {
+                    g.result = ballot;
+                }
+                g.state = READY;
+            }
+            released = true;
+        }
+    }
+    return released;
+}
+
+// When nothing else can move: every lane waiting at an __activemask() gets the mask of the lanes
+// of its warp waiting at the same one (the lanes that arrived there together, as a converged warp
+// would). Returns true if any lane was released.
+inline bool release_active(std::vector<Fiber>& fibers) {
+    bool released = false;
+    for (std::size_t base = 0; base < fibers.size(); base += 32) {
+        const std::size_t end = std::min(fibers.size(), base + 32);
+        for (std::size_t i = base; i < end; ++i) {
+            if (fibers[i].state != AT_WARP || fibers[i].op != ACTIVE) continue;
+            unsigned mask = 0;
+            for (std::size_t j = base; j < end; ++j)
+                if (fibers[j].state == AT_WARP && fibers[j].op == ACTIVE &&
+                    fibers[j].line == fibers[i].line) mask |= 1u << (j - base);
+            for (std::size_t j = base; j < end; ++j)
+                if (mask >> (j - base) & 1u) fibers[j].result = mask, fibers[j].state = READY;
+            released = true;
+        }
+    }
+    return released;
+}
+
+inline void describe(char* out, std::size_t size, const Fiber& f) {
+    int n = std::snprintf(out, size, "thread (%u, %u, %u)", f.tid.x, f.tid.y, f.tid.z);
+    if (f.state == DONE) std::snprintf(out + n, size - n, " has exited");
+    else if (f.state == AT_BARRIER) std::snprintf(out + n, size - n, " waits at __syncthreads() "
+                                                  "(line %d)", f.line);
+    else std::snprintf(out + n, size - n, " waits at %s (line %d, mask 0x%08x)", kOpNames[f.op],
+                       f.line, f.mask);
+}
+
+// Nothing can run and no warp operation can complete: explain the first lane that holds one up.
+inline void report_stuck(std::vector<Fiber>& fibers) {
+    char message[1024];
+    int n = std::snprintf(message, sizeof message, "block (%u, %u, %u): ", block_idx.x,
+                          block_idx.y, block_idx.z);
+    for (std::size_t i = 0; i < fibers.size(); ++i) {
+        const Fiber& f = fibers[i];
+        if (f.state != AT_WARP) continue;
+        const std::size_t base = i - f.lane;
+        for (unsigned l = 0; l < 32; ++l) {
+            if (!(f.mask >> l & 1u)) continue;
+            const std::size_t j = base + l;
+            if (j < fibers.size() && fibers[j].state == AT_WARP && fibers[j].mask == f.mask &&
+                fibers[j].op == f.op) continue;
+            n += std::snprintf(message + n, sizeof message - n, "%s at line %d in thread (%u, %u, "
+                               "%u) has mask 0x%08x, which names lane %u, but ", kOpNames[f.op],
+                               f.line, f.tid.x, f.tid.y, f.tid.z, f.mask, l);
+            if (j >= fibers.size())
+                std::snprintf(message + n, sizeof message - n, "the block has no thread there");
+            else
+                describe(message + n, sizeof message - n, fibers[j]);
+            worker->errors->report(message);
+            worker->failed = true;
+            return;
+        }
+    }
+}
+
+// All live fibers wait at __syncthreads(): they must wait at the same one.
+inline bool check_barrier(std::vector<Fiber>& fibers) {
+    const Fiber* first = nullptr;
+    for (const Fiber& f : fibers) {
+        if (f.state != AT_BARRIER) continue;
+        if (!first) { first = &f; continue; }
+        if (f.line == first->line) continue;
+        unsigned same = 0, other = 0;
+        for (const Fiber& g : fibers) same += g.state == AT_BARRIER && g.line == first->line,
+                                      other += g.state == AT_BARRIER && g.line == f.line;
+        char message[1024];
+        std::snprintf(message, sizeof message, "block (%u, %u, %u): barrier divergence: %u "
+                      "threads, the first (%u, %u, %u), wait at the __syncthreads() on line %d, "
+                      "and %u threads, the first (%u, %u, %u), at the one on line %d; every "
+                      "thread of a block that has not exited must reach the same __syncthreads()",
+                      block_idx.x, block_idx.y, block_idx.z, same, first->tid.x, first->tid.y,
+                      first->tid.z, first->line, other, f.tid.x, f.tid.y, f.tid.z, f.line);
+        worker->errors->report(message);
+        worker->failed = true;
+        return false;
+    }
+    return true;
 }
 
 // Runs every block of the grid. body(closure) executes the kernel for the current fiber.
 inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)(void*),
-                     void* closure, unsigned n_workers) {
+                     void* closure, unsigned n_workers, ErrorSink* errors) {
     const std::size_t n_blocks = std::size_t(grid.x) * grid.y * grid.z;
     const unsigned n_threads = block.x * block.y * block.z;
     std::atomic<std::size_t> next{0};
@@ -106,13 +310,14 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         Worker w;
         w.body = body;
         w.closure = closure;
+        w.errors = errors;
         std::vector<Fiber> fibers(n_threads);
         const std::size_t stack_total = kStackBytes * n_threads;
         void* stacks = mmap(nullptr, stack_total, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (stacks == MAP_FAILED) {
-            std::fprintf(stderr, "cuda_emu: cannot map %zu bytes of fiber stacks\n", stack_total);
-            std::abort();
+            errors->report("cannot map the fiber stacks of a block");
+            return;
         }
         const std::size_t smem_alloc = smem_bytes ? smem_bytes : 16;
         auto* smem = static_cast<unsigned char*>(::operator new(smem_alloc, std::align_val_t(128)));
@@ -121,13 +326,14 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         block_dim = block;
         grid_dim = grid;
         dynamic_smem = smem;
-        for (std::size_t b; (b = next.fetch_add(1)) < n_blocks;) {
+        for (std::size_t b; !errors->failed && (b = next.fetch_add(1)) < n_blocks;) {
             block_idx = {unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
             std::memset(smem, 0xFF, smem_alloc);
             for (unsigned i = 0; i < n_threads; ++i) {
                 Fiber& f = fibers[i];
                 f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+                f.lane = i % 32;
                 f.state = READY;
                 getcontext(&f.ctx);
                 f.ctx.uc_stack.ss_sp = static_cast<char*>(stacks) + i * kStackBytes;
@@ -135,16 +341,26 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 f.ctx.uc_link = &w.scheduler;
                 makecontext(&f.ctx, fiber_main, 0);
             }
-            // Each sweep moves every live fiber to its next barrier or to its end.
-            for (unsigned live = n_threads; live > 0;) {
+            // Each pass runs every ready fiber until it blocks (a barrier, a warp operation) or
+            // ends; then complete warp operations release their lanes, else the block barrier
+            // releases every live fiber, else nothing can move: an error says why.
+            for (unsigned live = n_threads; live > 0 && !w.failed;) {
                 for (Fiber& f : fibers) {
-                    if (f.state == DONE) continue;
-                    f.state = READY;
+                    if (f.state != READY) continue;
                     thread_idx = f.tid;
                     w.current = &f;
                     swapcontext(&w.scheduler, &f.ctx);
+                    if (w.failed) break;
                     if (f.state == DONE) --live;
                 }
+                if (w.failed || live == 0) break;
+                if (release_warps(fibers) || w.failed || release_active(fibers)) continue;
+                bool at_warp = false;
+                for (const Fiber& f : fibers) at_warp |= f.state == AT_WARP;
+                if (at_warp) { report_stuck(fibers); break; }
+                if (!check_barrier(fibers)) break;
+                for (Fiber& f : fibers)
+                    if (f.state == AT_BARRIER) f.state = READY;
             }
         }
         ::operator delete(smem, std::align_val_t(128));
@@ -160,19 +376,84 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
 }
 
 // Unpacks void** args by the kernel's own parameter types, as cudaLaunchKernel does.
+// Returns 0, or 1 with the first error's message in err.
 template <class... P, std::size_t... I>
-void launch_impl(void (*kernel)(P...), const unsigned* g, const unsigned* b, std::size_t smem,
-                 void** args, unsigned n_workers, std::index_sequence<I...>) {
+int launch_impl(void (*kernel)(P...), const unsigned* g, const unsigned* b, std::size_t smem,
+                void** args, unsigned n_workers, char* err, std::size_t err_size,
+                std::index_sequence<I...>) {
     const std::tuple<std::decay_t<P>...> values{*static_cast<std::decay_t<P>*>(args[I])...};
     auto call = [&] { std::apply(kernel, values); };  // each fiber gets its own copy of the params
+    ErrorSink errors;
+    errors.text = err;
+    errors.size = err_size;
     run_grid(dim3(g[0], g[1], g[2]), dim3(b[0], b[1], b[2]), smem,
-             [](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call, n_workers);
+             [](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call, n_workers, &errors);
+    return errors.failed ? 1 : 0;
 }
 
 template <class... P>
-void launch(void (*kernel)(P...), const unsigned* grid, const unsigned* block, std::size_t smem,
-            void** args, unsigned n_workers) {
-    launch_impl(kernel, grid, block, smem, args, n_workers, std::index_sequence_for<P...>{});
+int launch(void (*kernel)(P...), const unsigned* grid, const unsigned* block, std::size_t smem,
+           void** args, unsigned n_workers, char* err, std::size_t err_size) {
+    return launch_impl(kernel, grid, block, smem, args, n_workers, err, err_size,
+                       std::index_sequence_for<P...>{});
+}
+
+// ---- warp-level intrinsics -------------------------------------------------------------------
+template <class T>
+inline unsigned long long bits_of(T v) {
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp values up to 8 bytes");
+    unsigned long long u = 0;
+    std::memcpy(&u, &v, sizeof(T));
+    return u;
+}
+template <class T>
+inline T from_bits(unsigned long long u) {
+    T v;
+    std::memcpy(&v, &u, sizeof(T));
+    return v;
+}
+inline unsigned segment(int width, int line) {  // lanes of the caller's segment start here
+    if (width < 1 || width > 32 || (width & (width - 1))) {
+        char what[160];
+        std::snprintf(what, sizeof what, "a __shfl*_sync at line %d has width %d; it must be a "
+                      "power of 2 from 1 to 32", line, width);
+        fail_here(what);
+    }
+    return worker->current->lane & ~unsigned(width - 1);
+}
+// The shuffles read `var` from another lane of the caller's segment of `width` lanes; where the
+// source lane falls outside the segment (up, down, xor), the caller keeps its own value.
+template <class T>
+inline T shfl(int line, unsigned mask, T v, int src_lane, int width = 32) {
+    const unsigned base = segment(width, line);
+    const unsigned src = base + (unsigned(src_lane) & unsigned(width - 1));
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+}
+template <class T>
+inline T shfl_up(int line, unsigned mask, T v, unsigned delta, int width = 32) {
+    const unsigned lane = worker->current->lane, base = segment(width, line);
+    const unsigned src = lane - base >= delta ? lane - delta : lane;
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+}
+template <class T>
+inline T shfl_down(int line, unsigned mask, T v, unsigned delta, int width = 32) {
+    const unsigned lane = worker->current->lane, base = segment(width, line);
+    const unsigned src = lane - base + delta < unsigned(width) ? lane + delta : lane;
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+}
+template <class T>
+inline T shfl_xor(int line, unsigned mask, T v, int lane_mask, int width = 32) {
+    const unsigned lane = worker->current->lane, base = segment(width, line);
+    const unsigned other = lane ^ unsigned(lane_mask);
+    const unsigned src = other >= base && other < base + unsigned(width) ? other : lane;
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+}
+inline unsigned ballot(int line, unsigned mask, int predicate) {
+    return unsigned(warp_op(VOTE, mask, predicate != 0, 0, line));
+}
+inline void syncwarp(int line, unsigned mask = 0xffffffffu) { warp_op(SYNC, mask, 0, 0, line); }
+inline unsigned activemask(int line) {  // see release_active
+    return unsigned(warp_op(ACTIVE, 1u << worker->current->lane, 0, 0, line));
 }
 
 }  // namespace cuda_emu
@@ -188,7 +469,16 @@ void launch(void (*kernel)(P...), const unsigned* grid, const unsigned* block, s
 #define __constant__ static
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __syncthreads() ::cuda_emu::syncthreads()
+#define __syncthreads() ::cuda_emu::syncthreads(__LINE__)
+#define __syncwarp(...) ::cuda_emu::syncwarp(__LINE__ __VA_OPT__(, ) __VA_ARGS__)
+#define __shfl_sync(...) ::cuda_emu::shfl(__LINE__, __VA_ARGS__)
+#define __shfl_up_sync(...) ::cuda_emu::shfl_up(__LINE__, __VA_ARGS__)
+#define __shfl_down_sync(...) ::cuda_emu::shfl_down(__LINE__, __VA_ARGS__)
+#define __shfl_xor_sync(...) ::cuda_emu::shfl_xor(__LINE__, __VA_ARGS__)
+#define __ballot_sync(mask, pred) ::cuda_emu::ballot(__LINE__, mask, pred)
+#define __any_sync(mask, pred) (::cuda_emu::ballot(__LINE__, mask, pred) != 0u)
+#define __all_sync(mask, pred) (::cuda_emu::ballot(__LINE__, mask, !(pred)) == 0u)
+#define __activemask() ::cuda_emu::activemask(__LINE__)
 #define threadIdx (::cuda_emu::thread_idx)
 #define blockIdx (::cuda_emu::block_idx)
 #define blockDim (::cuda_emu::block_dim)
@@ -207,3 +497,39 @@ inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; 
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 template <class T> inline T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+template <class T> inline T atomicSub(T* p, T v) { return std::atomic_ref<T>(*p).fetch_sub(v); }
+template <class T> inline T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
+template <class T> inline T atomicAnd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_and(v); }
+template <class T> inline T atomicOr(T* p, T v) { return std::atomic_ref<T>(*p).fetch_or(v); }
+template <class T> inline T atomicXor(T* p, T v) { return std::atomic_ref<T>(*p).fetch_xor(v); }
+template <class T> inline T atomicCAS(T* p, T expected, T desired) {
+    std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired);
+    return expected;  // the old value, whether or not it was replaced
+}
+template <class T> inline T atomicMax(T* p, T v) {
+    std::atomic_ref<T> a(*p);
+    T old = a.load();
+    while (old < v && !a.compare_exchange_weak(old, v)) {}
+    return old;
+}
+template <class T> inline T atomicMin(T* p, T v) {
+    std::atomic_ref<T> a(*p);
+    T old = a.load();
+    while (v < old && !a.compare_exchange_weak(old, v)) {}
+    return old;
+}
+
+// Bit manipulation (CUDA Math API, integer intrinsics).
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline int __clz(int x) { return x ? __builtin_clz(unsigned(x)) : 32; }
+inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+inline unsigned __brev(unsigned x) {
+    x = (x >> 1 & 0x55555555u) | (x & 0x55555555u) << 1;
+    x = (x >> 2 & 0x33333333u) | (x & 0x33333333u) << 2;
+    x = (x >> 4 & 0x0F0F0F0Fu) | (x & 0x0F0F0F0Fu) << 4;
+    x = (x >> 8 & 0x00FF00FFu) | (x & 0x00FF00FFu) << 8;
+    return x >> 16 | x << 16;
+}

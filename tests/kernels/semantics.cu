@@ -74,3 +74,61 @@ extern "C" __global__ void uses_shared(float* out) {
     __syncthreads();
     out[threadIdx.x] = fixed[threadIdx.x] + extra[threadIdx.x];
 }
+
+// ---- warps -------------------------------------------------------------------------------------
+
+// Sum of each warp's 32 values by __shfl_down_sync; lane 0 writes it.
+extern "C" __global__ void warp_sum(const float* in, float* out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = in[i];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (threadIdx.x % 32 == 0) out[i / 32] = v;
+}
+
+// Every shuffle variant, with width: 5 ints per thread.
+extern "C" __global__ void shuffles(int* out, int width) {
+    const int t = threadIdx.x, v = 100 + t;
+    int* o = out + 5 * t;
+    o[0] = __shfl_sync(0xffffffffu, v, 3, width);
+    o[1] = __shfl_up_sync(0xffffffffu, v, 2, width);
+    o[2] = __shfl_down_sync(0xffffffffu, v, 3, width);
+    o[3] = __shfl_xor_sync(0xffffffffu, v, 5, width);
+    o[4] = __shfl_sync(0xffffffffu, (double)v + 0.5, t ^ 1, width) == v + (t % 2 ? -0.5 : 1.5);
+}
+
+// Votes over `pred[t]`, the active mask after some lanes exit, and __syncwarp: 4 per thread.
+extern "C" __global__ void votes(const int* pred, unsigned* out, int live) {
+    const int t = threadIdx.x;
+    unsigned* o = out + 4 * t;
+    if (t >= live) return;
+    const unsigned mask = __activemask();
+    o[0] = __ballot_sync(mask, pred[t]);
+    o[1] = __any_sync(mask, pred[t]);
+    o[2] = __all_sync(mask, pred[t]);
+    __syncwarp(mask);
+    o[3] = mask;
+}
+
+// Integer intrinsics: 6 per input.
+extern "C" __global__ void bit_ops(const unsigned* in, int* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const unsigned x = in[i];
+    int* o = out + 6 * i;
+    o[0] = __popc(x); o[1] = __ffs((int)x); o[2] = __clz((int)x);
+    o[3] = (int)__brev(x); o[4] = __popcll(((unsigned long long)x << 32) | x);
+    o[5] = __clzll((long long)x);
+}
+
+// Warp-aggregated atomics: one atomicAdd per warp by an elected leader; each thread gets a
+// unique slot (the counter ends at the number of live threads).
+extern "C" __global__ void aggregated_count(int* counter, int* slot, int live) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= live) return;
+    const unsigned mask = __activemask();
+    const int lane = threadIdx.x % 32, leader = __ffs((int)mask) - 1;
+    int base = 0;
+    if (lane == leader) base = atomicAdd(counter, __popc(mask));
+    base = __shfl_sync(mask, base, leader);
+    slot[t] = base + __popc(mask & ((1u << lane) - 1u));
+}
