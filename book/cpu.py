@@ -7,15 +7,23 @@ them (source text, defines, header, compiler and flags), so a second run does no
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import hashlib
+import mmap
 import os
+import pickle
 import re
+import select
 import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -101,18 +109,15 @@ def emulate_source(text: str) -> str:
 def _wrapper(text: str, kernels) -> str:
     exports = "\n".join(
         f'extern "C" int cuda_emu_launch_{k}(const unsigned* g, const unsigned* b, '
-        f'std::size_t smem, void** args, unsigned workers, char* err, std::size_t err_size) '
-        f'{{ return ::cuda_emu::launch({k}, g, b, smem, args, workers, err, err_size); }}'
+        f'std::size_t smem, void** args, unsigned workers, char* err, std::size_t err_size, '
+        f'void* fault) '
+        f'{{ return ::cuda_emu::launch({k}, g, b, smem, args, workers, err, err_size, fault); }}'
         for k in kernels)
     return f'#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n{exports}\n'
 
 
 class CompileError(RuntimeError):
     """The C++ compiler rejected a kernel source; the message carries its output."""
-
-
-class KernelFault(RuntimeError):
-    """A launch stopped by an error the emulator found (the runtime raises it as LaunchError)."""
 
 
 _lock = threading.Lock()
@@ -141,30 +146,283 @@ def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp") -
     return lib
 
 
+class KernelFault(RuntimeError):
+    """A launch stopped by an error the emulator found (the runtime raises it as LaunchError)."""
+
+
 class CpuModule:
-    """One compiled source on the CPU: launch any of its kernels."""
+    """One compiled source on the CPU: launch any of its kernels (in the worker process)."""
 
     def __init__(self, text: str, filename: str, kernels, defines: dict[str, str]):
         args = [*FLAGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
         self.path = build_library(_wrapper(text, kernels), Path(filename).stem, args)
-        self._lib = ctypes.CDLL(str(self.path))
 
-    def launch(self, kernel: str, grid, block, args, params, shared_mem: int) -> None:
-        storage, pointers = [], []
-        for value, param in zip(args, params):
-            if param.pointer:
-                cell = ctypes.c_void_p(value.ctypes.data)
-            else:
-                cell = ctypes.create_string_buffer(np.asarray(value).tobytes(), param.dtype.itemsize)
-            storage.append(cell)
-            pointers.append(ctypes.addressof(cell))
-        argv = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+    def launch(self, kernel: str, grid, block, args, params, shared_mem: int,
+               timeout_s: float | None = None) -> None:
         workers = int(os.environ.get("BOOK_CPU_THREADS") or os.cpu_count() or 1)
-        fn = getattr(self._lib, f"cuda_emu_launch_{kernel}")
-        fn.restype = ctypes.c_int
-        message = ctypes.create_string_buffer(2048)
-        failed = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block),
-                    ctypes.c_size_t(shared_mem), argv, ctypes.c_uint(workers), message,
-                    ctypes.c_size_t(len(message)))
-        if failed:
-            raise KernelFault(message.value.decode(errors="replace"))
+        if os.environ.get("BOOK_EMU_ISOLATION", "1") == "0":  # in this process: no safety net
+            return _launch_here(str(self.path), kernel, grid, block, args, params, shared_mem,
+                                workers)
+        _worker.launch(str(self.path), kernel, grid, block, args, params, shared_mem, workers,
+                       timeout_limit(timeout_s))
+
+
+def _argv(values) -> tuple:
+    """ctypes cells for the kernel's arguments (pointers and scalars) and the void** to them."""
+    cells = [ctypes.c_void_p(v) if isinstance(v, int) else ctypes.create_string_buffer(v, len(v))
+             for v in values]
+    argv = (ctypes.c_void_p * max(1, len(cells)))(*[ctypes.addressof(c) for c in cells])
+    return cells, argv
+
+
+def _call(library: str, kernel: str, grid, block, shared_mem: int, argv, workers: int,
+          fault: int | None) -> str | None:
+    """Runs the launch through the library's export; the emulator's error message, or None."""
+    fn = getattr(_library(library), f"cuda_emu_launch_{kernel}")
+    fn.restype = ctypes.c_int
+    message = ctypes.create_string_buffer(2048)
+    failed = fn((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block),
+                ctypes.c_size_t(shared_mem), argv, ctypes.c_uint(workers), message,
+                ctypes.c_size_t(len(message)), ctypes.c_void_p(fault))
+    return message.value.decode(errors="replace") if failed else None
+
+
+@lru_cache(maxsize=None)
+def _library(path: str):
+    return ctypes.CDLL(path)
+
+
+def _launch_here(library, kernel, grid, block, args, params, shared_mem, workers) -> None:
+    values = [a.ctypes.data if p.pointer else np.asarray(a).tobytes() for a, p in zip(args, params)]
+    cells, argv = _argv(values)
+    error = _call(library, kernel, grid, block, shared_mem, argv, workers, None)
+    if error:
+        raise KernelFault(error)
+
+
+# ---- isolation: emulated launches run in a worker process -------------------------------------
+
+PAGE = mmap.PAGESIZE
+GUARD = 1 << 28
+"""Bytes of inaccessible address space on each side of every array argument in the worker: an
+index up to 256 MiB outside an array faults, and the report names the array and the element."""
+FAULT = struct.Struct("<iiiiQ3I3I")
+"""cuda_emu.h's FaultReport: signal, si_code, write (1) / read (0) / unknown (-1), inside a kernel
+thread, address, block, thread. The worker's signal handler writes it at the arena's start."""
+POINTERS = 256
+"""Where in the arena's first page the worker writes the address it gave each array argument."""
+PROT_NONE, PROT_READ, PROT_WRITE = 0, 1, 2  # mmap(2)'s flags, as Linux numbers them
+MAP_SHARED, MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS, MAP_NORESERVE = 0x1, 0x2, 0x10, 0x20, 0x4000
+TIMEOUT_S = 30.0
+"""Default limit of one emulated launch in seconds (BOOK_EMU_TIMEOUT_S, or timeout_s= per call)."""
+
+
+def timeout_limit(timeout_s: float | None = None) -> float:
+    return float(timeout_s if timeout_s is not None else
+                 os.environ.get("BOOK_EMU_TIMEOUT_S", TIMEOUT_S))
+
+
+class _Arena:
+    """A file in shared memory holding a launch's arrays: the parent writes them in, the worker
+    maps each between guard regions, the parent copies the results out."""
+
+    def __init__(self, size: int):
+        folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        fd, self.path = tempfile.mkstemp(prefix="cuda-emu-", dir=folder)
+        os.ftruncate(fd, size)
+        self.size, self.map = size, mmap.mmap(fd, size)
+        os.close(fd)
+
+    def close(self) -> None:
+        self.map.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+class _Worker:
+    """The worker process: started at the first launch, started again after a crash or a timeout."""
+
+    def __init__(self):
+        self.proc, self.arena = None, None
+        self.lock = threading.Lock()
+        atexit.register(self.stop)
+
+    def start(self) -> None:
+        from_parent, to_child = os.pipe()
+        from_child, to_parent = os.pipe()
+        code = f"from book.cpu import serve; serve({from_parent}, {to_parent})"
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(from_parent, to_parent),
+                                     env=dict(os.environ, BOOK_BACKEND="cpu"))
+        os.close(from_parent)
+        os.close(to_parent)
+        self.send_fd, self.recv_fd = to_child, from_child
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait()
+            os.close(self.send_fd)
+            os.close(self.recv_fd)
+            self.proc = None
+
+    def launch(self, library, kernel, grid, block, args, params, shared_mem, workers, timeout_s):
+        with self.lock:
+            places, copies, size = _layout(args, params)
+            if self.arena is None or self.arena.size < size:
+                if self.arena is not None:
+                    self.arena.close()
+                self.arena = _Arena(max(size, 1 << 24))
+            view = self.arena.map
+            view[:PAGE] = bytes(PAGE)
+            for array, at, _ in copies:
+                view[at:at + array.nbytes] = array.tobytes()
+            if self.proc is None or self.proc.poll() is not None:
+                self.start()
+            request = pickle.dumps((library, kernel, tuple(grid), tuple(block), shared_mem,
+                                    workers, self.arena.path, places))
+            os.write(self.send_fd, struct.pack("<Q", len(request)) + request)
+            reply = self.wait(timeout_s)
+            if reply is None:  # the worker died: its signal handler left a report
+                self.proc.wait()
+                message = _explain_crash(view, places, params, self.proc.returncode)
+                self.stop()
+                raise KernelFault(message)
+            for array, at, written in copies:
+                if written:
+                    array[...] = np.frombuffer(view, array.dtype, array.size, at).reshape(array.shape)
+            if reply != "ok":
+                raise KernelFault(reply)
+
+    def wait(self, timeout_s: float):
+        """The worker's reply, or None if it died. A timeout or Ctrl-C (SIGINT) stops it."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            header = self.read(8, deadline, timeout_s)
+            body = header and self.read(struct.unpack("<Q", header)[0], deadline, timeout_s)
+            return pickle.loads(body) if body else None
+        except KeyboardInterrupt:
+            self.stop()  # the next launch starts a fresh worker
+            raise
+
+    def read(self, n: int, deadline: float, timeout_s: float) -> bytes | None:
+        data = b""
+        while len(data) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                raise KernelFault(f"the launch ran longer than {timeout_s:g} s and was stopped "
+                                  f"(an endless loop? set the limit with timeout_s= or "
+                                  f"BOOK_EMU_TIMEOUT_S)")
+            if select.select([self.recv_fd], [], [], min(left, 0.2))[0]:
+                chunk = os.read(self.recv_fd, n - len(data))
+                if not chunk:
+                    return None
+                data += chunk
+        return data
+
+
+_worker = _Worker()
+
+
+def _layout(args, params) -> tuple[list, list, int]:
+    """Places every array argument in the arena so that its last byte ends a page; an array
+    passed twice gets one place. Returns (what the worker maps for each argument, (array, offset,
+    written) for the copies in and out, the arena bytes needed)."""
+    places, seen, offset = [], {}, PAGE  # page 0: the fault report and the worker's addresses
+    for value, param in zip(args, params):
+        if not param.pointer:
+            places.append(("scalar", np.asarray(value).tobytes()))
+            continue
+        key = (value.ctypes.data, value.nbytes)
+        if key not in seen:
+            span = max(PAGE, -(-value.nbytes // PAGE) * PAGE)
+            seen[key] = [value, offset + span - value.nbytes, False, offset, span]
+            offset += span
+        seen[key][2] |= not param.ctype.startswith("const")
+        _, data, _, start, span = seen[key]
+        places.append(("array", start, span, data - start, value.nbytes))
+    return places, [tuple(v[:3]) for v in seen.values()], offset
+
+
+def _explain_crash(view, places, params, status: int) -> str:
+    sig, code, write, in_kernel, address, *where = FAULT.unpack(view[:FAULT.size])
+    if not sig:
+        return f"the emulator's worker process died (exit status {status})"
+    who = "block ({}, {}, {}), thread ({}, {}, {}): ".format(*where) if in_kernel else ""
+    if sig == signal.SIGFPE:
+        return who + ("integer division by zero (or INT_MIN / -1): on a GPU the result is "
+                      "undefined" if code in (1, 2) else "an arithmetic trap (SIGFPE)")
+    verb = {1: "wrote", 0: "read"}.get(write, "accessed")
+    addresses = np.frombuffer(view, np.uint64, len(places), POINTERS)
+    nearest = []
+    for i, (place, param) in enumerate(zip(places, params)):
+        if place[0] != "array" or not addresses[i]:
+            continue
+        pointer, nbytes, item = int(addresses[i]), place[4], param.alignment  # element bytes
+        index, count = (address - pointer) // item, nbytes // item
+        side = f"{index - count + 1} past the end" if index >= count else f"{-index} before the start"
+        text = f"{param.name}[{index}], {side} of {param.name} ({count} {param.base}{'s' * (count != 1)})"
+        if pointer - GUARD <= address < pointer + nbytes + GUARD:
+            return f"{who}{verb} {text}"
+        nearest.append((abs(address - pointer), text))
+    guess = f" (as an index into the nearest array argument: {min(nearest)[1]})" if nearest else ""
+    return (f"{who}{verb} address 0x{address:x}, outside every array argument{guess}: a "
+            f"__shared__ array indexed out of bounds, an index that wrapped around as unsigned, a "
+            f"bad pointer or a thread's stack overflowing ({signal.Signals(sig).name})")
+
+
+def serve(from_parent: int, to_parent: int) -> None:
+    """The worker process: runs launch requests until the parent closes the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    arena, fd, page0 = None, -1, None
+    while True:
+        header = _read_exactly(from_parent, 8)
+        if not header:
+            return
+        library, kernel, grid, block, smem, workers, path, places = pickle.loads(
+            _read_exactly(from_parent, struct.unpack("<Q", header)[0]))
+        if path != arena:
+            if fd >= 0:
+                os.close(fd)
+            fd, arena = os.open(path, os.O_RDWR), path
+            page0 = mmap.mmap(fd, PAGE)
+        values, reserved, mapped = [], [], {}
+        pointers = np.frombuffer(page0, np.uint64, len(places), POINTERS)
+        for i, place in enumerate(places):
+            if place[0] == "scalar":
+                values.append(place[1])
+                pointers[i] = 0
+                continue
+            _, start, span, data, _ = place
+            if start not in mapped:
+                base = libc.mmap(None, span + 2 * GUARD, PROT_NONE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                libc.mmap(base + GUARD, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                          start)
+                reserved.append((base, span + 2 * GUARD))
+                mapped[start] = base + GUARD + data
+            values.append(mapped[start])
+            pointers[i] = mapped[start]
+        cells, argv = _argv(values)
+        error = _call(library, kernel, grid, block, smem, argv, workers,
+                      ctypes.addressof(ctypes.c_char.from_buffer(page0)))
+        for base, size in reserved:
+            libc.munmap(base, size)
+        reply = pickle.dumps(error or "ok")
+        os.write(to_parent, struct.pack("<Q", len(reply)) + reply)
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+    return data

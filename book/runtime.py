@@ -12,6 +12,23 @@ The backend is the GPU when CuPy sees one (``cupy.cuda.is_available()``), else t
 emulator; ``BOOK_BACKEND=cpu`` forces the emulator on a GPU host (``=gpu`` insists on a GPU).
 Before every launch the arguments are checked against the kernel's own C signature and the
 launch geometry against the device's limits, with the same errors on both backends.
+
+On the CPU a kernel's own bugs raise :class:`LaunchError` too, and never take this process down:
+every emulated launch runs in a worker process (``book/cpu.py``), on copies of the array
+arguments in shared memory, each placed so that its last element ends a page, with 256 MiB of
+inaccessible addresses on both sides. A signal handler in the worker reports a memory fault or
+an integer division by zero (the address, load or store, block and thread) and the worker exits;
+this process names the array, the element and how far outside it lies, and starts a new worker
+at the next launch. A launch that runs longer than ``timeout_s`` (default 30 s, or
+``BOOK_EMU_TIMEOUT_S``) or is interrupted (Ctrl-C, Jupyter's interrupt: KeyboardInterrupt) is
+stopped the same way. A worker process was chosen over catching the signals in this process
+because a kernel that writes past an array corrupts whatever memory lies there: only memory the
+kernel cannot reach (guard regions, another process) makes every such bug a clear error, and only
+a separate process can be stopped in the middle of an endless loop. Not caught: reads up to a
+page before the start of an array (the page is shared with the array's first element), and
+indices within a ``__shared__`` array's neighbours (a far one is reported as an address outside
+every array argument). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
+Floating-point division by zero gives inf or NaN, as on the GPU; it is no error.
 """
 from __future__ import annotations
 
@@ -170,7 +187,9 @@ class Kernel:
         """
         return self.module.attributes(self.name)
 
-    def __call__(self, grid, block, args, shared_mem: int = 0) -> None:
+    def __call__(self, grid, block, args, shared_mem: int = 0, timeout_s: float | None = None) -> None:
+        """Launch: ``grid`` and ``block`` as ints or 1 to 3 ints, ``args`` matching the C
+        signature. ``timeout_s`` limits an emulated launch (CPU backend; default 30 s)."""
         limits = self.module.limits
         grid = _dims(grid, "grid", self.name, limits["max_grid"])
         block = _dims(block, "block", self.name, limits["max_block"])
@@ -196,7 +215,7 @@ class Kernel:
                     f"exceed the {self._max_dynamic_shared}-byte limit per block; a kernel may opt "
                     f"in to up to {limits['shared_per_block_optin']} bytes by setting "
                     f"kernel.max_dynamic_shared_size_bytes")
-        self.module.launch(self.name, grid, block, args, self.params, shared_mem)
+        self.module.launch(self.name, grid, block, args, self.params, shared_mem, timeout_s)
 
 
 class _Module:
@@ -272,11 +291,11 @@ class _Module:
             self._static_shared[name] = value
         return self._static_shared[name]
 
-    def launch(self, name, grid, block, args, params, shared_mem):
+    def launch(self, name, grid, block, args, params, shared_mem, timeout_s=None):
         if BACKEND == "cpu":
             from .cpu import KernelFault
             try:
-                self._cpu.launch(name, grid, block, args, params, shared_mem)
+                self._cpu.launch(name, grid, block, args, params, shared_mem, timeout_s)
             except KernelFault as exc:
                 raise LaunchError(f"{name}: {exc}") from None
             return

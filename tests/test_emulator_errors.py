@@ -70,3 +70,64 @@ def test_mask_must_name_the_calling_lane():
             r"calling lane 1")):
         bug("mask_without_caller")(1, 32, (np.zeros(32, np.uint32),))
     still_works()
+
+
+@pytest.mark.parametrize("offset, message", [
+    (1, r"thread \(31, 0, 0\): wrote out\[32\], 1 past the end of out \(32 floats\)"),
+    (4, r"thread \(28, 0, 0\): wrote out\[32\], 1 past the end of out \(32 floats\)"),
+    (1_000_000, r"thread \(0, 0, 0\): wrote out\[1000000\], 999969 past the end of out"),
+    (-5000, r"thread \(0, 0, 0\): wrote out\[-5000\], 5000 before the start of out"),
+])
+def test_writes_outside_an_array_name_the_element(offset, message):
+    with pytest.raises(LaunchError, match=r"write_at: block \(0, 0, 0\), " + message):
+        bug("write_at")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
+    still_works()
+
+
+def test_a_read_one_past_the_end_names_the_array():
+    with pytest.raises(LaunchError, match=r"read_at: block \(0, 0, 0\), thread \(0, 0, 0\): read "
+                                          r"in\[32\], 1 past the end of in \(32 floats\)"):
+        bug("read_at")(1, 32, (np.zeros(32, np.float32), np.zeros(32, np.float32), np.int32(32)))
+    still_works()
+
+
+def test_a_shared_array_indexed_far_out_of_bounds_is_an_error():
+    with pytest.raises(LaunchError, match=r"shared_at: block \(0, 0, 0\), thread \(0, 0, 0\): read "
+                                          r"address 0x[0-9a-f]+, outside every array argument"):
+        bug("shared_at")(1, 32, (np.zeros(32, np.float32), np.int32(1 << 30)))
+    still_works()
+
+
+def test_integer_division_by_zero():
+    with pytest.raises(LaunchError, match=r"divide: block \(0, 0, 0\), thread \(0, 0, 0\): integer "
+                                          r"division by zero"):
+        bug("divide")(1, 32, (np.ones(32, np.int32), np.zeros(32, np.int32), np.int32(0)))
+    still_works()
+
+
+def test_an_endless_loop_stops_at_the_time_limit(monkeypatch):
+    with pytest.raises(LaunchError, match=r"forever: the launch ran longer than 1 s and was stopped"):
+        bug("forever")(1, 32, (np.zeros(1, np.int32),), timeout_s=1)
+    monkeypatch.setenv("BOOK_EMU_TIMEOUT_S", "0.5")
+    with pytest.raises(LaunchError, match=r"ran longer than 0.5 s"):
+        bug("forever")(1, 32, (np.zeros(1, np.int32),))
+    monkeypatch.delenv("BOOK_EMU_TIMEOUT_S")
+    still_works()
+
+
+def test_ctrl_c_stops_a_running_launch_and_the_process_goes_on():
+    from conftest import run_with_backend
+    program = f"""
+import os, signal, threading, numpy as np
+from book import load_kernel
+from book.check import random_inputs, relative_error, run_matmul
+from book.registry import KERNELS
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    load_kernel({str(BUGS)!r}, "forever")(1, 32, (np.zeros(1, np.int32),))
+except KeyboardInterrupt:
+    print("interrupted")
+a, b = random_inputs(33, 17, 9, seed=0)
+print(relative_error(run_matmul(KERNELS["tiled16"], a, b), a.astype(np.float64) @ b) < 1e-6)
+"""
+    assert run_with_backend(program, "cpu").split() == ["interrupted", "True"]

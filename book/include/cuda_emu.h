@@ -18,6 +18,9 @@
 //     nothing else can move is an error naming both threads;
 //   * an error (these, and the checks below) stops the launch: book/cpu.py raises LaunchError
 //     with the message, which names the block and thread;
+//   * in book/cpu.py's worker process a signal handler catches a kernel's memory faults and
+//     arithmetic traps, writes a FaultReport (signal, address, load or store, block, thread)
+//     and exits; the parent turns it into LaunchError. Each fiber stack has a guard page;
 //   * a block runs on one OS thread; a launch starts one OS thread per core (BOOK_CPU_THREADS
 //     overrides) and each pulls blocks until none are left, reusing its fibers and stacks;
 //   * `__shared__` variables are `static thread_local`: one copy per OS thread, i.e. per block in
@@ -45,6 +48,8 @@
 #include <utility>
 #include <vector>
 
+#include <csignal>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -124,6 +129,47 @@ inline void fiber_main() {
 inline int where(char* out, std::size_t size, const uint3& t) {
     return std::snprintf(out, size, "block (%u, %u, %u), thread (%u, %u, %u)", block_idx.x,
                          block_idx.y, block_idx.z, t.x, t.y, t.z);
+}
+
+// What the worker process's signal handler leaves for book/cpu.py before it exits, when a kernel
+// touches memory it may not (SIGSEGV, SIGBUS), divides an integer by zero (SIGFPE) or the like.
+struct FaultReport {
+    int signal, code, write, in_kernel;  // write: 1 store, 0 load, -1 unknown
+    unsigned long long address;
+    unsigned block[3], thread[3];
+};
+static_assert(sizeof(FaultReport) == 48, "book/cpu.py reads this layout");
+inline FaultReport* fault_report = nullptr;
+
+inline void on_fault(int sig, siginfo_t* info, void* context) {
+    if (FaultReport* r = fault_report) {
+        r->code = info->si_code;
+        r->address = reinterpret_cast<unsigned long long>(info->si_addr);
+        r->write = -1;
+#if defined(__x86_64__) && defined(REG_ERR)
+        if (sig == SIGSEGV)  // bit 1 of the page fault's error code: the access was a write
+            r->write = (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+        (void)context;
+#endif
+        const Worker* w = worker;
+        r->in_kernel = w != nullptr && w->current != nullptr;
+        if (r->in_kernel) {
+            r->block[0] = block_idx.x, r->block[1] = block_idx.y, r->block[2] = block_idx.z;
+            r->thread[0] = thread_idx.x, r->thread[1] = thread_idx.y, r->thread[2] = thread_idx.z;
+        }
+        r->signal = sig;  // last: book/cpu.py reads a report whose signal is set
+    }
+    _exit(86);
+}
+
+inline void catch_faults(void* report) {
+    fault_report = static_cast<FaultReport*>(report);
+    struct sigaction action {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;  // on the thread's own signal stack: a fiber's
+    sigemptyset(&action.sa_mask);               // stack may be the thing that overflowed
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &action, nullptr);
 }
 
 // Called from a kernel's thread: report an error naming the block and thread, and never return
@@ -319,8 +365,17 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             errors->report("cannot map the fiber stacks of a block");
             return;
         }
+        for (unsigned i = 0; i < n_threads; ++i)  // the lowest page of each stack: a guard
+            mprotect(static_cast<char*>(stacks) + i * kStackBytes, 4096, PROT_NONE);
         const std::size_t smem_alloc = smem_bytes ? smem_bytes : 16;
         auto* smem = static_cast<unsigned char*>(::operator new(smem_alloc, std::align_val_t(128)));
+        std::vector<char> signal_stack(fault_report ? 1 << 16 : 0);
+        if (fault_report) {
+            stack_t ss{};
+            ss.ss_sp = signal_stack.data();
+            ss.ss_size = signal_stack.size();
+            sigaltstack(&ss, nullptr);
+        }
 
         worker = &w;
         block_dim = block;
@@ -363,6 +418,11 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                     if (f.state == AT_BARRIER) f.state = READY;
             }
         }
+        if (fault_report) {
+            stack_t off{};
+            off.ss_flags = SS_DISABLE;
+            sigaltstack(&off, nullptr);
+        }
         ::operator delete(smem, std::align_val_t(128));
         munmap(stacks, stack_total);
         worker = nullptr;
@@ -379,8 +439,9 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
 // Returns 0, or 1 with the first error's message in err.
 template <class... P, std::size_t... I>
 int launch_impl(void (*kernel)(P...), const unsigned* g, const unsigned* b, std::size_t smem,
-                void** args, unsigned n_workers, char* err, std::size_t err_size,
+                void** args, unsigned n_workers, char* err, std::size_t err_size, void* fault,
                 std::index_sequence<I...>) {
+    if (fault) catch_faults(fault);  // only in book/cpu.py's worker process
     const std::tuple<std::decay_t<P>...> values{*static_cast<std::decay_t<P>*>(args[I])...};
     auto call = [&] { std::apply(kernel, values); };  // each fiber gets its own copy of the params
     ErrorSink errors;
@@ -393,8 +454,8 @@ int launch_impl(void (*kernel)(P...), const unsigned* g, const unsigned* b, std:
 
 template <class... P>
 int launch(void (*kernel)(P...), const unsigned* grid, const unsigned* block, std::size_t smem,
-           void** args, unsigned n_workers, char* err, std::size_t err_size) {
-    return launch_impl(kernel, grid, block, smem, args, n_workers, err, err_size,
+           void** args, unsigned n_workers, char* err, std::size_t err_size, void* fault) {
+    return launch_impl(kernel, grid, block, smem, args, n_workers, err, err_size, fault,
                        std::index_sequence_for<P...>{});
 }
 

@@ -35,3 +35,34 @@ extern "C" __global__ void shfl_bad_width(int* out) {
 extern "C" __global__ void mask_without_caller(unsigned* out) {
     out[threadIdx.x] = __ballot_sync(1u, 1);
 }
+
+// ---- memory and arithmetic -------------------------------------------------------------------
+
+// Thread t writes out[offset + t]: past the end, far away or before the start, by `offset`.
+extern "C" __global__ void write_at(float* out, int offset) {
+    out[offset + (int)threadIdx.x] = 1.0f;
+}
+
+// Thread t reads in[offset + t].
+extern "C" __global__ void read_at(const float* in, float* out, int offset) {
+    out[threadIdx.x] = in[offset + (int)threadIdx.x];
+}
+
+// Reads a __shared__ array of 32 floats at `index`.
+extern "C" __global__ void shared_at(float* out, int index) {
+    __shared__ float s[32];
+    s[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = s[index];
+}
+
+// Integer division by `d`.
+extern "C" __global__ void divide(const int* a, int* out, int d) {
+    out[threadIdx.x] = a[threadIdx.x] / d;
+}
+
+// Waits for a flag that nothing sets.
+extern "C" __global__ void forever(int* flag) {
+    volatile int* f = flag;
+    while (f[0] == 0) {}
+}
