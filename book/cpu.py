@@ -365,7 +365,8 @@ def _explain_crash(view, places, params, status: int) -> str:
         text = f"{param.name}[{index}], {side} of {param.name} ({count} {param.base}{'s' * (count != 1)})"
         if pointer - GUARD <= address < pointer + nbytes + GUARD:
             return f"{who}{verb} {text}"
-        nearest.append((abs(address - pointer), text))
+        if abs(index) < 1 << 33:  # within reach of a 32-bit index (one that wrapped, say)
+            nearest.append((abs(address - pointer), text))
     guess = f" (as an index into the nearest array argument: {min(nearest)[1]})" if nearest else ""
     return (f"{who}{verb} address 0x{address:x}, outside every array argument{guess}: a "
             f"__shared__ array indexed out of bounds, an index that wrapped around as unsigned, a "

@@ -1,4 +1,5 @@
-// bugs.cu -- kernels with a learner's bug each; the CPU emulator must name it (tests/test_emulator_errors.py).
+// bugs.cu -- kernels with a learner's bug each, which the CPU emulator names (appendix A;
+// tests/test_emulator_errors.py). Not matmul kernels: the registry does not list them.
 
 // Threads 0-15 wait at one __syncthreads(), threads 16-31 at another: barrier divergence.
 extern "C" __global__ void divergent_barrier(float* out) {
