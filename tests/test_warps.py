@@ -23,7 +23,7 @@ def expected_shuffles(threads: int, width: int) -> np.ndarray:
         up = lane - 2 if lane - base >= 2 else lane
         down = lane + 3 if lane - base + 3 < width else lane
         other = lane ^ 5
-        xor = other if base <= other < base + width else lane
+        xor = other if other < base + width else lane  # an earlier segment may be read
         pair = base + ((t ^ 1) & (width - 1))
         rows.append([value(base + (3 & (width - 1))), value(up), value(down), value(xor),
                      int(pair == lane ^ 1)])

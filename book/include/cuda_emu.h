@@ -482,8 +482,9 @@ inline unsigned segment(int width, int line) {  // lanes of the caller's segment
     }
     return worker->current->lane & ~unsigned(width - 1);
 }
-// The shuffles read `var` from another lane of the caller's segment of `width` lanes; where the
-// source lane falls outside the segment (up, down, xor), the caller keeps its own value.
+// The shuffles read `var` from another lane, within the caller's segment of `width` lanes; where
+// the source lane falls outside it the caller keeps its own value -- except that __shfl_xor_sync
+// may read from an earlier segment, as CUDA documents (PTX shfl.bfly checks the upper bound only).
 template <class T>
 inline T shfl(int line, unsigned mask, T v, int src_lane, int width = 32) {
     const unsigned base = segment(width, line);
@@ -505,8 +506,8 @@ inline T shfl_down(int line, unsigned mask, T v, unsigned delta, int width = 32)
 template <class T>
 inline T shfl_xor(int line, unsigned mask, T v, int lane_mask, int width = 32) {
     const unsigned lane = worker->current->lane, base = segment(width, line);
-    const unsigned other = lane ^ unsigned(lane_mask);
-    const unsigned src = other >= base && other < base + unsigned(width) ? other : lane;
+    const unsigned other = (lane ^ unsigned(lane_mask)) & 31u;
+    const unsigned src = other < base + unsigned(width) ? other : lane;  // earlier segments: yes
     return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
 }
 inline unsigned ballot(int line, unsigned mask, int predicate) {
