@@ -100,20 +100,44 @@ _EXTERN_SHARED = re.compile(
     re.M)
 
 
-def emulate_source(text: str) -> str:
-    """Rewrite ``extern __shared__ T name[];`` to read the launch's dynamic shared buffer."""
+_STATIC_SHARED = re.compile(
+    r"^(\s*)__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w ]*?)\s+(\w+)\s*"
+    r"((?:\[[^\]\[]+\]\s*)+);", re.M)
+
+
+def checking() -> bool:
+    """Whether the emulator's check mode is on (``BOOK_EMU_CHECK=1``): shared-memory races,
+    reads of unwritten shared memory and out-of-bounds indices of __shared__ arrays."""
+    return os.environ.get("BOOK_EMU_CHECK", "0") == "1"
+
+
+def _checked_shared(match: re.Match) -> str:
+    indent, ctype, name, dims = match.groups()
+    sizes = re.findall(r"\[([^\]]+)\]", dims)
+    args = ", ".join(f"({d})" for d in sizes)
+    declared = ctype + "".join(f"[{d.strip()}]" for d in sizes)
+    return (f'{indent}static thread_local ::cuda_emu::shared_array<{ctype}, {args}> {name}'
+            f'{{"{name}", "{declared}"}};')
+
+
+def emulate_source(text: str, check: bool = False) -> str:
+    """Rewrite ``extern __shared__ T name[];`` to read the launch's dynamic shared buffer; in check
+    mode, every static ``__shared__`` array into cuda_emu.h's checked shared_array."""
+    if check:
+        text = _STATIC_SHARED.sub(_checked_shared, text)
     return _EXTERN_SHARED.sub(
         r"\1#define \3 (reinterpret_cast<\2*>(::cuda_emu::dynamic_smem))", text)
 
 
-def _wrapper(text: str, kernels) -> str:
+def _wrapper(text: str, kernels, check: bool = False) -> str:
     exports = "\n".join(
         f'extern "C" int cuda_emu_launch_{k}(const unsigned* g, const unsigned* b, '
         f'std::size_t smem, void** args, unsigned workers, char* err, std::size_t err_size, '
         f'void* fault) '
         f'{{ return ::cuda_emu::launch({k}, g, b, smem, args, workers, err, err_size, fault); }}'
         for k in kernels)
-    return f'#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n{exports}\n'
+    return (f'#include "cuda_emu.h"\n{emulate_source(text, check)}\n#line 1 "<cuda_emu exports>"\n'
+            f'{exports}\n')
 
 
 class CompileError(RuntimeError):
@@ -155,7 +179,9 @@ class CpuModule:
 
     def __init__(self, text: str, filename: str, kernels, defines: dict[str, str]):
         args = [*FLAGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
-        self.path = build_library(_wrapper(text, kernels), Path(filename).stem, args)
+        self.check = checking()
+        stem = Path(filename).stem + ("-check" if self.check else "")
+        self.path = build_library(_wrapper(text, kernels, self.check), stem, args)
 
     def launch(self, kernel: str, grid, block, args, params, shared_mem: int,
                timeout_s: float | None = None) -> None:

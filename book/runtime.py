@@ -321,7 +321,9 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
     """
     path = cuda_source.resolve(source)
     defines = {str(k): str(v) for k, v in (defines or {}).items()}
-    key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())), tuple(options))
+    check = BACKEND == "cpu" and os.environ.get("BOOK_EMU_CHECK", "0") == "1"  # another build
+    key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())), tuple(options),
+           check)
     if key not in _modules:
         _modules[key] = _Module(path, defines, tuple(options))
     module = _modules[key]

@@ -1,7 +1,9 @@
-"""Run every registered kernel under compute-sanitizer (memcheck and racecheck) on a GPU host.
+"""Run every registered kernel under compute-sanitizer (memcheck and racecheck) on a GPU host,
+or under the CPU emulator's check mode anywhere.
 
     python -m book.sanitize                  # all kernels, both tools
     python -m book.sanitize tiled16 rowA     # only these kernels
+    python -m book.sanitize --cpu            # the emulator: its memory checks plus BOOK_EMU_CHECK=1
 
 Each tool runs once over one child process that launches every kernel at odd and non-square
 sizes (plus the shared-memory microbenchmark), printing a marker before each launch, so every
@@ -71,10 +73,52 @@ def run(ids: list[str], tools=TOOLS) -> dict[tuple[str, str], int]:
     return counts
 
 
+CPU_SIZES = [(65, 64, 63), (33, 100, 17)]
+"""Odd and non-square sizes small enough for the emulator's check mode."""
+
+
+def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
+    """{kernel id: the first error} for the kernels that fail on the emulator in check mode
+    (shared-memory races, reads of unwritten shared memory, out-of-bounds indices of __shared__
+    arrays and of array arguments) or give a wrong result; empty when every kernel is clean."""
+    import numpy as np
+
+    from .check import TOLERANCE, random_inputs, relative_error, run_matmul
+    from .registry import find_kernel
+    from .runtime import BACKEND, LaunchError
+    if BACKEND != "cpu" or os.environ.get("BOOK_EMU_CHECK") != "1":
+        raise RuntimeError("run with BOOK_BACKEND=cpu BOOK_EMU_CHECK=1 (python -m book.sanitize --cpu)")
+    errors = {}
+    for kernel_id in ids:
+        for M, N, K in sizes:
+            a, b = random_inputs(M, N, K, seed=0)
+            try:
+                err = relative_error(run_matmul(find_kernel(kernel_id), a, b), a.astype(np.float64) @ b)
+            except LaunchError as exc:
+                errors[kernel_id] = str(exc)
+                break
+            if not err < TOLERANCE:
+                errors[kernel_id] = f"{M}x{N}x{K}: relative error {err:.2e}"
+                break
+    return errors
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--target"]:
         _target(argv[1:])
         return 0
+    if argv[:1] == ["--cpu"]:
+        if os.environ.get("BOOK_EMU_CHECK") != "1" or os.environ.get("BOOK_BACKEND") != "cpu":
+            env = dict(os.environ, BOOK_BACKEND="cpu", BOOK_EMU_CHECK="1")
+            return subprocess.run([sys.executable, "-m", "book.sanitize", *argv], env=env).returncode
+        from .registry import correct_kernels, usable
+        ids = argv[1:] or [s.id for s in usable(correct_kernels())]
+        errors = cpu_check(ids)
+        for kernel_id in ids:
+            print(f"{kernel_id:<52} {errors.get(kernel_id, 'clean')}")
+        print(f"\nemulator check mode, sizes {CPU_SIZES}: "
+              f"{'no errors' if not errors else f'{len(errors)} kernels with errors'}")
+        return 1 if errors else 0
     from .registry import KERNELS, usable
     ids = argv or [s.id for s in usable(KERNELS.values())]
     counts = run(ids)

@@ -131,3 +131,53 @@ a, b = random_inputs(33, 17, 9, seed=0)
 print(relative_error(run_matmul(KERNELS["tiled16"], a, b), a.astype(np.float64) @ b) < 1e-6)
 """
     assert run_with_backend(program, "cpu").split() == ["interrupted", "True"]
+
+
+# ---- check mode (BOOK_EMU_CHECK=1) ---------------------------------------------------------------
+
+@pytest.fixture
+def check_mode(monkeypatch):
+    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
+
+
+def test_check_mode_finds_a_read_before_the_barrier(check_mode):
+    with pytest.raises(LaunchError, match=(
+            r"sum_without_barrier: block \(0, 0, 0\), thread \(31, 0, 0\): race on shared memory: "
+            r"this thread reads s\[0\], which thread \(0, 0, 0\) wrote with no __syncthreads\(\) "
+            r"between them")):
+        bug("sum_without_barrier")(1, 32, (np.ones(32, np.float32), np.zeros(1, np.float32)))
+    still_works()
+
+
+def test_check_mode_finds_the_missing_second_barrier_of_a_tiled_kernel(check_mode):
+    A = np.ones((32, 32), np.float32)
+    with pytest.raises(LaunchError, match=r"tiled_one_barrier: block \(0, 0, 0\), thread \(1, 0, 0\): "
+                                          r"race on shared memory: this thread reads As\[0\]\[0\]"):
+        bug("tiled_one_barrier")((1, 1), (16, 16), (A, A, np.zeros((32, 32), np.float32), np.int32(32)))
+
+
+def test_check_mode_finds_unwritten_shared_memory(check_mode):
+    with pytest.raises(LaunchError, match=r"reads_unwritten: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"reads s\[32\], which no thread of the block has written"):
+        bug("reads_unwritten")(1, 32, (np.zeros(32, np.float32),))
+
+
+def test_check_mode_names_a_shared_array_indexed_out_of_bounds(check_mode):
+    with pytest.raises(LaunchError, match=(
+            r"tile_overflow: block \(0, 0, 0\), thread \(240, 0, 0\): index 16 of __shared__ tile is "
+            r"out of bounds: tile is float\[16\]\[16\] \(its dimension 1 has 16 elements\)")):
+        bug("tile_overflow")(1, 256, (np.zeros(256, np.float32),))
+    still_works()
+
+
+def test_without_check_mode_the_same_race_goes_unseen():
+    out = np.zeros(1, np.float32)
+    bug("sum_without_barrier")(1, 32, (np.ones(32, np.float32), out))  # the emulator's order hides it
+    assert out[0] == 32
+
+
+def test_every_book_kernel_is_clean_in_check_mode(check_mode):
+    """python -m book.sanitize --cpu, as CI runs it: no race, no unwritten read, no bad index."""
+    from book.registry import correct_kernels, usable
+    from book.sanitize import cpu_check
+    assert cpu_check([s.id for s in usable(correct_kernels())], sizes=[(65, 64, 63)]) == {}

@@ -80,7 +80,8 @@ inline const char* const kOpNames[] = {"a __shfl*_sync", "a vote (__ballot/__any
 struct Fiber {
     ucontext_t ctx;
     uint3 tid;
-    unsigned lane;            // linear thread index % 32: threads form warps as on the GPU
+    unsigned index;           // linear thread index in the block
+    unsigned lane;            // index % 32: threads form warps as on the GPU
     FiberState state;
     int line;                 // source line of the barrier or warp operation it waits at
     // A warp-level operation in progress (state AT_WARP): what this lane brings, what it gets.
@@ -216,6 +217,15 @@ inline unsigned long long warp_op(WarpOp op, unsigned mask, unsigned long long v
     return f->result;
 }
 
+// Check mode (CUDA_EMU_CHECK): every release of the block barrier starts a new block epoch, every
+// warp operation's release a new epoch of that warp; two threads' accesses to one shared word in
+// the same epochs, one of them a write, are a race.
+inline thread_local unsigned block_epoch = 0;
+inline thread_local std::vector<unsigned> warp_epoch;
+struct SharedInfo;
+inline thread_local std::vector<SharedInfo*> shared_arrays;  // this OS thread's checked arrays
+inline void reset_shared_checks(unsigned n_threads);
+
 // After a pass in which every fiber ran until it blocked: release the warp groups whose lanes have
 // all arrived. Returns true if any group was released.
 inline bool release_warps(std::vector<Fiber>& fibers) {
@@ -257,6 +267,7 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                 }
                 g.state = READY;
             }
+            ++warp_epoch[base / 32];
             released = true;
         }
     }
@@ -385,9 +396,11 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             block_idx = {unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
             std::memset(smem, 0xFF, smem_alloc);
+            reset_shared_checks(n_threads);
             for (unsigned i = 0; i < n_threads; ++i) {
                 Fiber& f = fibers[i];
                 f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+                f.index = i;
                 f.lane = i % 32;
                 f.state = READY;
                 getcontext(&f.ctx);
@@ -416,6 +429,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 if (!check_barrier(fibers)) break;
                 for (Fiber& f : fibers)
                     if (f.state == AT_BARRIER) f.state = READY;
+                ++block_epoch;
             }
         }
         if (fault_report) {
@@ -517,6 +531,134 @@ inline void syncwarp(int line, unsigned mask = 0xffffffffu) { warp_op(SYNC, mask
 inline unsigned activemask(int line) {  // see release_active
     return unsigned(warp_op(ACTIVE, 1u << worker->current->lane, 0, 0, line));
 }
+
+// ---- check mode: __shared__ arrays that know their name, bounds, and who touched each word -----
+// book/cpu.py rewrites `__shared__ T name[A][B];` into `static thread_local shared_array<T, A, B>
+// name{...}` when BOOK_EMU_CHECK=1. Indexing checks every index against its dimension; an element
+// read or written through `name[i][j]` is checked for races and for reads of words no thread of
+// the block has written (compute-sanitizer's racecheck and initcheck). Accesses through a pointer
+// taken from the array (`&name[i][j]`, float4 loads) and dynamic `extern __shared__` arrays are
+// not checked.
+struct Shadow {
+    int writer = -1, reader = -1;  // linear thread index of the last writer / reader, or -1
+    unsigned write_block = 0, write_warp = 0, read_block = 0, read_warp = 0;  // their epochs
+};
+
+struct SharedInfo {
+    const char* name;
+    const char* declared;  // "float[16][16]"
+    std::vector<std::size_t> dims;
+    std::vector<Shadow> shadow;
+};
+
+inline void reset_shared_checks(unsigned n_threads) {
+    block_epoch = 0;
+    warp_epoch.assign((n_threads + 31) / 32, 0);
+    for (SharedInfo* a : shared_arrays) std::fill(a->shadow.begin(), a->shadow.end(), Shadow{});
+}
+
+inline int element_text(char* out, std::size_t size, const SharedInfo& a, std::size_t flat) {
+    int n = std::snprintf(out, size, "%s", a.name);
+    std::size_t stride = a.shadow.size();
+    for (std::size_t d : a.dims) {
+        stride /= d;
+        n += std::snprintf(out + n, size - n, "[%zu]", flat / stride);
+        flat %= stride;
+    }
+    return n;
+}
+
+inline void check_index(const SharedInfo& a, std::size_t axis, long long i, std::size_t n) {
+    if (i >= 0 && std::size_t(i) < n) return;
+    char what[320];
+    std::snprintf(what, sizeof what, "index %lld of __shared__ %s is out of bounds: %s is %s (its "
+                  "dimension %zu has %zu elements)", i, a.name, a.name, a.declared, axis + 1, n);
+    fail_here(what);
+}
+
+inline void check_access(SharedInfo& a, std::size_t flat, bool write) {
+    const Fiber* f = worker->current;
+    const int me = int(f->index);
+    const unsigned warp = f->index / 32, wepoch = warp_epoch[warp];
+    Shadow& s = a.shadow[flat];
+    auto unordered = [&](int other, unsigned block, unsigned warp_at) {  // no barrier between
+        return other >= 0 && other != me && block == block_epoch &&
+               !(unsigned(other) / 32 == warp && warp_at != wepoch);
+    };
+    const char* clash = nullptr;
+    int other = -1;
+    if (unordered(s.writer, s.write_block, s.write_warp)) clash = "wrote", other = s.writer;
+    else if (write && unordered(s.reader, s.read_block, s.read_warp)) clash = "read", other = s.reader;
+    if (clash || (!write && s.writer < 0)) {
+        char element[96], what[512];
+        element_text(element, sizeof element, a, flat);
+        const unsigned bx = block_dim.x, by = block_dim.y;
+        if (clash)
+            std::snprintf(what, sizeof what, "race on shared memory: this thread %s %s, which "
+                          "thread (%u, %u, %u) %s with no __syncthreads() between them",
+                          write ? "writes" : "reads", element, unsigned(other) % bx,
+                          unsigned(other) / bx % by, unsigned(other) / (bx * by), clash);
+        else
+            std::snprintf(what, sizeof what, "reads %s, which no thread of the block has written "
+                          "(yet: uninitialized shared memory, or a missing __syncthreads())",
+                          element);
+        fail_here(what);
+    }
+    if (write) s.writer = me, s.write_block = block_epoch, s.write_warp = wepoch;
+    else s.reader = me, s.read_block = block_epoch, s.read_warp = wepoch;
+}
+
+template <class T, std::size_t... D> struct array_of { using type = T; };
+template <class T, std::size_t N, std::size_t... R> struct array_of<T, N, R...> {
+    using type = typename array_of<T, R...>::type[N];
+};
+
+template <class T>
+struct shared_ref {  // one element: reads and writes go through the checks
+    T* p;
+    SharedInfo* info;
+    std::size_t flat;
+    operator T() const { check_access(*info, flat, false); return *p; }
+    const shared_ref& operator=(T v) const { check_access(*info, flat, true); *p = v; return *this; }
+    const shared_ref& operator=(const shared_ref& o) const { return *this = T(o); }
+    const shared_ref& operator+=(T v) const { return *this = T(*this) + v; }
+    const shared_ref& operator-=(T v) const { return *this = T(*this) - v; }
+    const shared_ref& operator*=(T v) const { return *this = T(*this) * v; }
+    const shared_ref& operator/=(T v) const { return *this = T(*this) / v; }
+    T* operator&() const { return p; }  // a raw pointer: accesses through it are not checked
+};
+
+template <class T, std::size_t... D> struct shared_view;
+template <class T, std::size_t N, std::size_t... R>
+struct shared_view<T, N, R...> {  // the array, or a row of it, with N elements along this axis
+    using element = typename array_of<T, R...>::type;
+    element* data;
+    SharedInfo* info;
+    std::size_t flat;  // index of this row among the rows of its length
+    auto operator[](long long i) const {
+        check_index(*info, info->dims.size() - 1 - sizeof...(R), i, N);
+        if constexpr (sizeof...(R) == 0)
+            return shared_ref<T>{data + i, info, flat * N + std::size_t(i)};
+        else
+            return shared_view<T, R...>{data[i], info, flat * N + std::size_t(i)};
+    }
+    operator element*() const { return data; }
+    using whole = typename array_of<T, N, R...>::type;  // as a reference to the (sub)array
+    operator whole&() const { return *reinterpret_cast<whole*>(data); }
+};
+
+template <class T, std::size_t... D>
+struct shared_array {
+    alignas(16) typename array_of<T, D...>::type data;
+    SharedInfo info;
+    shared_array(const char* name, const char* declared)
+        : info{name, declared, {D...}, std::vector<Shadow>((D * ...))} {
+        shared_arrays.push_back(&info);
+    }
+    ~shared_array() { std::erase(shared_arrays, &info); }
+    auto operator[](long long i) { return shared_view<T, D...>{data, &info, 0}[i]; }
+    operator typename shared_view<T, D...>::element*() { return data; }
+};
 
 }  // namespace cuda_emu
 

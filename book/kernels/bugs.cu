@@ -67,3 +67,50 @@ extern "C" __global__ void forever(int* flag) {
     volatile int* f = flag;
     while (f[0] == 0) {}
 }
+
+// ---- for the check mode (BOOK_EMU_CHECK=1) ---------------------------------------------------
+
+// A block sum that forgets the barrier after the loads: thread 31 adds up words the other threads
+// write in the same phase, so on a GPU it may read them before they are written.
+extern "C" __global__ void sum_without_barrier(const float* in, float* out) {
+    __shared__ float s[32];
+    s[threadIdx.x] = in[threadIdx.x];
+    if (threadIdx.x == 31) {
+        float total = 0.0f;
+        for (int i = 0; i < 32; ++i) total += s[i];
+        out[0] = total;
+    }
+}
+
+// Chapter 4's tiled kernel without its second barrier: a fast thread overwrites the tile with the
+// next one while slower threads still read the current one.
+extern "C" __global__ void tiled_one_barrier(const float* A, const float* B, float* C, int n) {
+    __shared__ float As[16][16];
+    __shared__ float Bs[16][16];
+    const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < n; t += 16) {
+        As[threadIdx.y][threadIdx.x] = A[row * n + t + threadIdx.x];
+        Bs[threadIdx.y][threadIdx.x] = B[(t + threadIdx.y) * n + col];
+        __syncthreads();
+        for (int k = 0; k < 16; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        // missing: __syncthreads();
+    }
+    C[row * n + col] = acc;
+}
+
+// Reads a shared word no thread wrote.
+extern "C" __global__ void reads_unwritten(float* out) {
+    __shared__ float s[64];
+    s[threadIdx.x] = 1.0f;  // 32 threads write s[0..31]
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x + 32];
+}
+
+// Indexes a 2D __shared__ tile one row too far: threads 240-255 read row 16 of 16.
+extern "C" __global__ void tile_overflow(float* out) {
+    __shared__ float tile[16][16];
+    tile[threadIdx.x / 16][threadIdx.x % 16] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = tile[threadIdx.x / 16 + 1][threadIdx.x % 16];
+}
