@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -301,8 +302,9 @@ class _Worker:
                 self.arena = _Arena(max(size, 1 << 24))
             view = self.arena.map
             view[:PAGE] = bytes(PAGE)
-            for array, at, _ in copies:
-                view[at:at + array.nbytes] = array.tobytes()
+            for c in copies:
+                view[c.start:c.at] = bytes([GUARD_BYTE]) * (c.at - c.start)
+                view[c.at:c.at + c.array.nbytes] = c.array.tobytes()
             if self.proc is None or self.proc.poll() is not None:
                 self.start()
             request = pickle.dumps((library, kernel, tuple(grid), tuple(block), shared_mem,
@@ -314,11 +316,15 @@ class _Worker:
                 message = _explain_crash(view, places, params, self.proc.returncode)
                 self.stop()
                 raise KernelFault(message)
-            for array, at, written in copies:
-                if written:
-                    array[...] = np.frombuffer(view, array.dtype, array.size, at).reshape(array.shape)
+            for c in copies:
+                if c.written:
+                    c.array[...] = np.frombuffer(view, c.array.dtype, c.array.size,
+                                                 c.at).reshape(c.array.shape)
             if reply != "ok":
                 raise KernelFault(reply)
+            before = _written_before(copies)
+            if before:
+                raise KernelFault(before)
 
     def wait(self, timeout_s: float):
         """The worker's reply, or None if it died. A timeout or Ctrl-C (SIGINT) stops it."""
@@ -351,10 +357,22 @@ class _Worker:
 _worker = _Worker()
 
 
+@dataclass
+class _Copy:
+    """An array argument's place in the arena: its data ends a page at ``at``; the bytes from
+    ``start`` (the page's beginning) to ``at`` are guard bytes that nothing may write."""
+    array: np.ndarray
+    param: object
+    at: int
+    start: int
+    span: int
+    written: bool = False
+
+
 def _layout(args, params) -> tuple[list, list, int]:
     """Places every array argument in the arena so that its last byte ends a page; an array
-    passed twice gets one place. Returns (what the worker maps for each argument, (array, offset,
-    written) for the copies in and out, the arena bytes needed)."""
+    passed twice gets one place. Returns (what the worker maps for each argument, the _Copy of
+    each array, the arena bytes needed)."""
     places, seen, offset = [], {}, PAGE  # page 0: the fault report and the worker's addresses
     for value, param in zip(args, params):
         if not param.pointer:
@@ -363,12 +381,31 @@ def _layout(args, params) -> tuple[list, list, int]:
         key = (value.ctypes.data, value.nbytes)
         if key not in seen:
             span = max(PAGE, -(-value.nbytes // PAGE) * PAGE)
-            seen[key] = [value, offset + span - value.nbytes, False, offset, span]
+            seen[key] = _Copy(value, param, offset + span - value.nbytes, offset, span)
             offset += span
-        seen[key][2] |= not param.ctype.startswith("const")
-        _, data, _, start, span = seen[key]
-        places.append(("array", start, span, data - start, value.nbytes))
-    return places, [tuple(v[:3]) for v in seen.values()], offset
+        copy = seen[key]
+        copy.written |= not param.ctype.startswith("const")
+        places.append(("array", copy.start, copy.span, copy.at - copy.start, value.nbytes))
+    return places, list(seen.values()), offset
+
+
+GUARD_BYTE = 0xFF
+"""What the bytes just before each array hold during a launch: NaN as floats, -1 as ints, so a
+read there spoils the result, and a write there is found when the launch ends."""
+
+
+def _written_before(copies) -> str | None:
+    """The first array whose guard bytes before its start were written, as an error message."""
+    for c in copies:
+        guard = np.frombuffer(_worker.arena.map, np.uint8, c.at - c.start, c.start)
+        changed = np.flatnonzero(guard != GUARD_BYTE)
+        if len(changed):
+            item, count = c.param.alignment, c.array.nbytes // c.param.alignment
+            index = -(-(len(guard) - changed[0]) // item)  # the farthest one written
+            return (f"wrote {c.param.name}[-{index}], {index} before the start of {c.param.name} "
+                    f"({count} {c.param.base}{'s' * (count != 1)}); found when the launch ended, so "
+                    f"which thread wrote it is not known")
+    return None
 
 
 def _explain_crash(view, places, params, status: int) -> str:

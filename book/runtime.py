@@ -24,10 +24,11 @@ at the next launch. A launch that runs longer than ``timeout_s`` (default 30 s, 
 stopped the same way. A worker process was chosen over catching the signals in this process
 because a kernel that writes past an array corrupts whatever memory lies there: only memory the
 kernel cannot reach (guard regions, another process) makes every such bug a clear error, and only
-a separate process can be stopped in the middle of an endless loop. Not caught: reads up to a
-page before the start of an array (the page is shared with the array's first element), and
-indices within a ``__shared__`` array's neighbours (a far one is reported as an address outside
-every array argument). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
+a separate process can be stopped in the middle of an endless loop. The rest of the page before an
+array's first element cannot be protected: its bytes hold NaN (a read there spoils the result)
+and a write there is reported when the launch ends, without the thread. An index that stays
+near a ``__shared__`` array is caught only in the check mode (``BOOK_EMU_CHECK=1``: every index of
+a ``__shared__`` array, races, reads of unwritten shared memory; ``book/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
 Floating-point division by zero gives inf or NaN, as on the GPU; it is no error.
 """
 from __future__ import annotations

@@ -84,6 +84,21 @@ def test_writes_outside_an_array_name_the_element(offset, message):
     still_works()
 
 
+@pytest.mark.parametrize("offset", [-1, -3])
+def test_a_write_just_before_the_start_is_found_when_the_launch_ends(offset):
+    with pytest.raises(LaunchError, match=(
+            rf"write_at: wrote out\[{offset}\], {-offset} before the start of out \(32 floats\); "
+            r"found when the launch ended")):
+        bug("write_at")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
+    still_works()
+
+
+def test_a_read_just_before_the_start_reads_nan():
+    out = np.zeros(32, np.float32)
+    bug("read_at")(1, 32, (np.zeros(32, np.float32), out, np.int32(-1)))
+    assert np.isnan(out[0]) and (out[1:] == 0).all()  # the result shows it, though no error does
+
+
 def test_a_read_one_past_the_end_names_the_array():
     with pytest.raises(LaunchError, match=r"read_at: block \(0, 0, 0\), thread \(0, 0, 0\): read "
                                           r"in\[32\], 1 past the end of in \(32 floats\)"):
