@@ -121,11 +121,11 @@ def _checked_shared(match: re.Match) -> str:
             f'{{"{name}", "{declared}"}};')
 
 
-def emulate_source(text: str, check: bool = False) -> str:
-    """Rewrite ``extern __shared__ T name[];`` to read the launch's dynamic shared buffer; in check
-    mode, every static ``__shared__`` array into cuda_emu.h's checked shared_array."""
-    if check:
-        text = _STATIC_SHARED.sub(_checked_shared, text)
+def emulate_source(text: str) -> str:
+    """Rewrite every static ``__shared__`` array into cuda_emu.h's shared_array (its indices are
+    checked; in check mode its accesses too) and ``extern __shared__ T name[];`` to read the
+    launch's dynamic shared buffer."""
+    text = _STATIC_SHARED.sub(_checked_shared, text)
     return _EXTERN_SHARED.sub(
         r"\1#define \3 (reinterpret_cast<\2*>(::cuda_emu::dynamic_smem))", text)
 
@@ -137,7 +137,8 @@ def _wrapper(text: str, kernels, check: bool = False) -> str:
         f'void* fault) '
         f'{{ return ::cuda_emu::launch({k}, g, b, smem, args, workers, err, err_size, fault); }}'
         for k in kernels)
-    return (f'#include "cuda_emu.h"\n{emulate_source(text, check)}\n#line 1 "<cuda_emu exports>"\n'
+    mode = "#define CUDA_EMU_CHECK 1\n" if check else ""  # the check mode's extra checks
+    return (f'{mode}#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n'
             f'{exports}\n')
 
 

@@ -26,9 +26,10 @@ because a kernel that writes past an array corrupts whatever memory lies there: 
 kernel cannot reach (guard regions, another process) makes every such bug a clear error, and only
 a separate process can be stopped in the middle of an endless loop. The rest of the page before an
 array's first element cannot be protected: its bytes hold NaN (a read there spoils the result)
-and a write there is reported when the launch ends, without the thread. An index that stays
-near a ``__shared__`` array is caught only in the check mode (``BOOK_EMU_CHECK=1``: every index of
-a ``__shared__`` array, races, reads of unwritten shared memory; ``book/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
+and a write there is reported when the launch ends, without the thread. Every index into a
+``__shared__`` array is checked against its dimension (the array is named in the error); the
+check mode (``BOOK_EMU_CHECK=1``) also finds shared-memory races and reads of unwritten shared
+memory (``book/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
 Floating-point division by zero gives inf or NaN, as on the GPU; it is no error.
 """
 from __future__ import annotations

@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <tuple>
@@ -356,6 +357,39 @@ inline bool check_barrier(std::vector<Fiber>& fibers) {
     return true;
 }
 
+// Fiber stacks, kStackBytes per thread with a guard page at the bottom of each (a stack that
+// overflows faults instead of overwriting its neighbour), kept for the next launch: setting the
+// guards costs a system call per thread.
+struct StackPool {
+    std::mutex lock;
+    std::vector<std::pair<void*, unsigned>> free;  // (region, threads it holds)
+};
+inline StackPool stack_pool;
+
+inline std::pair<void*, unsigned> take_stacks(unsigned n_threads) {
+    {
+        std::lock_guard<std::mutex> hold(stack_pool.lock);
+        auto& f = stack_pool.free;
+        for (std::size_t i = 0; i < f.size(); ++i)
+            if (f[i].second >= n_threads) {
+                const auto region = f[i];
+                f.erase(f.begin() + std::ptrdiff_t(i));
+                return region;
+            }
+    }
+    void* stacks = mmap(nullptr, kStackBytes * n_threads, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stacks == MAP_FAILED) return {nullptr, 0};
+    for (unsigned i = 0; i < n_threads; ++i)
+        mprotect(static_cast<char*>(stacks) + i * kStackBytes, 4096, PROT_NONE);
+    return {stacks, n_threads};
+}
+
+inline void give_stacks(void* stacks, unsigned n_threads) {
+    std::lock_guard<std::mutex> hold(stack_pool.lock);
+    stack_pool.free.emplace_back(stacks, n_threads);
+}
+
 // Runs every block of the grid. body(closure) executes the kernel for the current fiber.
 inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)(void*),
                      void* closure, unsigned n_workers, ErrorSink* errors) {
@@ -369,15 +403,11 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         w.closure = closure;
         w.errors = errors;
         std::vector<Fiber> fibers(n_threads);
-        const std::size_t stack_total = kStackBytes * n_threads;
-        void* stacks = mmap(nullptr, stack_total, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (stacks == MAP_FAILED) {
+        const auto [stacks, stack_capacity] = take_stacks(n_threads);
+        if (!stacks) {
             errors->report("cannot map the fiber stacks of a block");
             return;
         }
-        for (unsigned i = 0; i < n_threads; ++i)  // the lowest page of each stack: a guard
-            mprotect(static_cast<char*>(stacks) + i * kStackBytes, 4096, PROT_NONE);
         const std::size_t smem_alloc = smem_bytes ? smem_bytes : 16;
         auto* smem = static_cast<unsigned char*>(::operator new(smem_alloc, std::align_val_t(128)));
         std::vector<char> signal_stack(fault_report ? 1 << 16 : 0);
@@ -438,7 +468,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             sigaltstack(&off, nullptr);
         }
         ::operator delete(smem, std::align_val_t(128));
-        munmap(stacks, stack_total);
+        give_stacks(stacks, stack_capacity);
         worker = nullptr;
     };
 
@@ -532,13 +562,18 @@ inline unsigned activemask(int line) {  // see release_active
     return unsigned(warp_op(ACTIVE, 1u << worker->current->lane, 0, 0, line));
 }
 
-// ---- check mode: __shared__ arrays that know their name, bounds, and who touched each word -----
+// ---- __shared__ arrays that know their name and bounds, and in check mode who touched each word --
 // book/cpu.py rewrites `__shared__ T name[A][B];` into `static thread_local shared_array<T, A, B>
-// name{...}` when BOOK_EMU_CHECK=1. Indexing checks every index against its dimension; an element
-// read or written through `name[i][j]` is checked for races and for reads of words no thread of
-// the block has written (compute-sanitizer's racecheck and initcheck). Accesses through a pointer
-// taken from the array (`&name[i][j]`, float4 loads) and dynamic `extern __shared__` arrays are
-// not checked.
+// name{...}`. Indexing checks every index against its dimension. In check mode (BOOK_EMU_CHECK=1,
+// built with -DCUDA_EMU_CHECK) an element read or written through `name[i][j]` is also checked for
+// races and for reads of words no thread of the block has written (compute-sanitizer's racecheck
+// and initcheck). Accesses through a pointer taken from the array (`&name[i][j]`, float4 loads)
+// and dynamic `extern __shared__` arrays are not checked.
+#ifdef CUDA_EMU_CHECK
+constexpr bool kCheck = true;
+#else
+constexpr bool kCheck = false;
+#endif
 struct Shadow {
     int writer = -1, reader = -1;  // linear thread index of the last writer / reader, or -1
     unsigned write_block = 0, write_warp = 0, read_block = 0, read_warp = 0;  // their epochs
@@ -618,8 +653,15 @@ struct shared_ref {  // one element: reads and writes go through the checks
     T* p;
     SharedInfo* info;
     std::size_t flat;
-    operator T() const { check_access(*info, flat, false); return *p; }
-    const shared_ref& operator=(T v) const { check_access(*info, flat, true); *p = v; return *this; }
+    operator T() const {
+        if constexpr (kCheck) check_access(*info, flat, false);
+        return *p;
+    }
+    const shared_ref& operator=(T v) const {
+        if constexpr (kCheck) check_access(*info, flat, true);
+        *p = v;
+        return *this;
+    }
     const shared_ref& operator=(const shared_ref& o) const { return *this = T(o); }
     const shared_ref& operator+=(T v) const { return *this = T(*this) + v; }
     const shared_ref& operator-=(T v) const { return *this = T(*this) - v; }
@@ -652,7 +694,7 @@ struct shared_array {
     alignas(16) typename array_of<T, D...>::type data;
     SharedInfo info;
     shared_array(const char* name, const char* declared)
-        : info{name, declared, {D...}, std::vector<Shadow>((D * ...))} {
+        : info{name, declared, {D...}, std::vector<Shadow>(kCheck ? (D * ...) : 0)} {
         shared_arrays.push_back(&info);
     }
     ~shared_array() { std::erase(shared_arrays, &info); }
