@@ -86,12 +86,7 @@ def matrix(specs, archs=None) -> pd.DataFrame:
     """:func:`compile_for` every kernel for every architecture (default: those NVRTC supports);
     each distinct module is compiled once per architecture, on every core."""
     specs, archs = list(specs), list(archs or supported_archs())
-    keys = [k for k in dict.fromkeys((s.source, s.defines, s.options, a) for s in specs for a in archs)
-            if k not in _built]
+    keys = dict.fromkeys((s.source, s.defines, s.options, a) for s in specs for a in archs)
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:  # NVRTC compiles in parallel
-        _built.update(zip(keys, pool.map(_compile_key, keys)))
+        list(pool.map(lambda key: _compile(*key), keys))  # each result lands in _built
     return pd.DataFrame([compile_for(s, a) for s in specs for a in archs])
-
-
-def _compile_key(key: tuple) -> dict | str:
-    return _compile(*key)

@@ -323,7 +323,7 @@ class _Worker:
                                                  c.at).reshape(c.array.shape)
             if reply != "ok":
                 raise KernelFault(reply)
-            before = _written_before(copies)
+            before = _written_before(view, copies)
             if before:
                 raise KernelFault(before)
 
@@ -395,10 +395,10 @@ GUARD_BYTE = 0xFF
 read there spoils the result, and a write there is found when the launch ends."""
 
 
-def _written_before(copies) -> str | None:
+def _written_before(view, copies) -> str | None:
     """The first array whose guard bytes before its start were written, as an error message."""
     for c in copies:
-        guard = np.frombuffer(_worker.arena.map, np.uint8, c.at - c.start, c.start)
+        guard = np.frombuffer(view, np.uint8, c.at - c.start, c.start)
         changed = np.flatnonzero(guard != GUARD_BYTE)
         if len(changed):
             item, count = c.param.alignment, c.array.nbytes // c.param.alignment

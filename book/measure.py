@@ -106,9 +106,9 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
 
     A kernel this device cannot run (``spec.why_not_here()``: compute capability, shared memory)
     gets rows with status 'skipped (...)'; so does every size that does not fit in free memory.
-    Sizes grow no further once one size took longer than ``point_budget_s`` (default
-    POINT_BUDGET_S, or the environment's BOOK_POINT_BUDGET_S): larger ones are skipped, with a
-    printed line, so that a slow GPU finishes the chapter.
+    Sizes grow no further once one size took longer than POINT_BUDGET_S seconds (or the
+    environment's BOOK_POINT_BUDGET_S): larger ones are skipped, with a printed line, so that a
+    slow GPU finishes the chapter.
     """
     if ld_align > 1 and (baseline or not all(s.leading_dims for s in specs)):
         raise ValueError("ld_align > 1 needs kernels with leading_dims and baseline=False")

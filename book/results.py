@@ -35,9 +35,11 @@ def results_dir(slug: str | None = None) -> Path:
 
 def recorded_gpus() -> list[str]:
     """GPU folders holding results, the one saved last first (then by name)."""
+    def saved(path: Path) -> str:
+        report = json.loads(path.read_text())
+        return report.get("saved", report.get("date", ""))
     found = sorted(RESULTS.glob("*/device.json"), key=lambda p: p.parent.name)
-    when = lambda p: (lambda r: r.get("saved", r.get("date", "")))(json.loads(p.read_text()))  # noqa: E731
-    found.sort(key=when, reverse=True)
+    found.sort(key=saved, reverse=True)  # stable: equal times stay in name order
     return [p.parent.name for p in found]
 
 

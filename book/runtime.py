@@ -255,7 +255,8 @@ class _Module:
 
     def _report_or_compile_error(self):
         global _no_report
-        if self._report is None and _no_report:  # NVRTC gave none before: don't compile again
+        if self._report is None and _no_report and BACKEND == "gpu":  # none before: don't compile
+            # again (on the CPU the NVRTC compile also reports the GPU compiler's errors)
             self._report, self._report_error = {}, _no_report
         if self._report is None:
             arch = CPU_ARCH
@@ -323,7 +324,8 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
     """
     path = cuda_source.resolve(source)
     defines = {str(k): str(v) for k, v in (defines or {}).items()}
-    check = BACKEND == "cpu" and os.environ.get("BOOK_EMU_CHECK", "0") == "1"  # another build
+    from .cpu import checking
+    check = BACKEND == "cpu" and checking()  # the check mode is another build
     key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())), tuple(options),
            check)
     if key not in _modules:
