@@ -28,7 +28,7 @@ book: $(BIN)/.installed
 
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
 gpu-book: $(BIN)/.gpu-installed
-	$(BIN)/python -m book.execute
+	$(BIN)/python -m book.harness.execute
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
 ## On a GPU: the tests and nbval on the GPU (results/ untouched).

@@ -9,16 +9,17 @@ import sys
 
 import pandas as pd
 
-from book import BACKEND, results
-from book.measure import sweep
-from book.occupancy import report
-from book.registry import KERNELS, async_tile, chapter_kernels
-from book.tune import SPACE, tune, winner
+from book import BACKEND
+from book.harness import results
+from book.harness.measure import sweep
+from book.models.occupancy import report
+from book.registry import KERNELS, TUNING_SPACE, async_tile, chapter_kernels
+from book.tune import tune, winner
 
 pd.set_option("display.width", 200)
 sizes = [4096, 8192] if BACKEND == "gpu" else [64, 96]
 steps = [KERNELS["reg128x128x16_8x8"]] + chapter_kernels(8)
-print(report(steps + [async_tile(**c) for c in SPACE]).to_string(), flush=True)
+print(report(steps + [async_tile(**c) for c in TUNING_SPACE]).to_string(), flush=True)
 df = sweep(steps, sizes, progress=True)
 tuned = tune(sizes, progress=True)
 df, tuned = results.keep(df, "08_steps"), results.keep(tuned, "08_tune")  # saved where results.saving()

@@ -8,7 +8,7 @@ import sys
 
 import pandas as pd
 
-from book.archs import ARCHS, matrix, supported_archs
+from book.profile.archs import ARCHS, matrix, supported_archs
 from book.registry import KERNELS
 
 pd.set_option("display.width", 250)

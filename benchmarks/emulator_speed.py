@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from book import BACKEND  # noqa: E402
-from book.check import TOLERANCE, random_inputs, relative_error, run_matmul  # noqa: E402
+from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul  # noqa: E402
 from book.registry import KERNELS  # noqa: E402
 
 CASES = [("tiled16", 64), ("naive16", 64), ("tiled32", 64), ("naive32", 64),

@@ -10,8 +10,8 @@ Five lines run a kernel the same way on a GPU (CuPy) and without one (the CPU em
 
 Nothing here plots or prints on import.
 """
-from .cuda_source import KernelSourceError
-from .runtime import (BACKEND, Kernel, KernelCompileError, LaunchError, device_limits,
+from .launch.cuda_source import KernelSourceError
+from .launch.runtime import (BACKEND, Kernel, KernelCompileError, LaunchError, device_limits,
                       load_kernel, synchronize, to_device, to_host, xp)
 
 __all__ = ["BACKEND", "Kernel", "KernelCompileError", "KernelSourceError", "LaunchError",

@@ -16,10 +16,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from . import ceilings, results
-from .plots import STYLE
+from .harness import ceilings, results
+from .harness.plots import STYLE
 from .registry import KERNELS
-from .sources import DATA
+from .harness.sources import DATA
 
 FILES = ["02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coarsen",
          "06_regtile", "07_kahan_speed", "08_steps"]
@@ -268,9 +268,9 @@ def roofline_traffic(df: pd.DataFrame, n: int = 4096):
     """(device, ncu's byte counts at n) for the roofline: measured now on this GPU where the
     ladder holds its results and ncu works, else recorded with the first GPU of the ladder that
     has them; (None, None) where there are none. Prints where they come from."""
-    from . import ncu
-    from .device import device_report
-    from .runtime import BACKEND
+    from .profile import ncu
+    from .harness.device import device_report
+    from .launch.runtime import BACKEND
     here = device_report()["name"] if BACKEND == "gpu" else None
     if here in set(df.device):
         kernels = df[(df.device == here) & (df.kernel != "cpu")].kernel

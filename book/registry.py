@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runtime import BACKEND, CPU_ARCH, Kernel, LaunchError, cupy, device_limits, load_kernel
+from .launch.runtime import BACKEND, CPU_ARCH, Kernel, LaunchError, cupy, device_limits, load_kernel
 
 MAPPINGS = ("tile", "tile_xrows", "tile_floor", "flat", "row")
 """How a kernel's grid covers C:
@@ -283,10 +283,25 @@ def usable(specs, quiet: bool = False) -> list:
         else:
             keep.append(spec)
     if skipped and not quiet:
-        from .device import device_report
+        from .harness.device import device_report
         parts = "; ".join(f"{', '.join(ids)} ({why})" for why, ids in skipped.items())
         print(f"Skipped on {device_report()['name']}: {parts}.")
     return keep
+
+
+TUNING_SPACE = [
+    {},                                                          # the registered configuration
+    {"SERP": 0},                                                 # FFMAs in plain row order
+    {"STAGES": 3}, {"STAGES": 5},
+    {"BK": 8, "STAGES": 6}, {"BK": 32, "STAGES": 3},
+    {"BM": 256, "BN": 128, "WM": 64, "WN": 64},                  # 256 x 128, like cuBLAS's tile
+    {"BN": 128, "WN": 32, "WNITER": 2, "STAGES": 2, "SERP": 0},  # 128 x 128, 8 x 8 per thread
+    {"BN": 128, "WN": 32, "WNITER": 2, "STAGES": 3, "SERP": 0, "MINB": 2},
+    {"BN": 128, "WN": 32, "WNITER": 2, "BK": 32, "STAGES": 2, "SERP": 0, "MINB": 2},
+    {"BN": 128, "THREADS": 128, "BK": 32, "STAGES": 2, "SERP": 0},  # 128 x 128, 4 warps
+]
+"""Chapter 8's tuning space: changes to 08_async.cu's registered defines (ASYNC), one
+configuration each (``book.tune`` checks and times them)."""
 
 
 def chapter_kernels(chapter: int, *, with_bugs: bool = False) -> list[KernelSpec]:
@@ -303,8 +318,7 @@ def find_kernel(kernel_id: str) -> KernelSpec:
     """A registered kernel, or one of chapter 8's tuning configurations, by id."""
     if kernel_id in KERNELS:
         return KERNELS[kernel_id]
-    from .tune import SPACE
-    for change in SPACE:
+    for change in TUNING_SPACE:
         spec = async_tile(**change)
         if spec.id == kernel_id:
             return spec

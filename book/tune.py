@@ -9,24 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .measure import sweep
-from .registry import async_tile, usable
-
-SPACE = [
-    {},                                                          # the registered configuration
-    {"SERP": 0},                                                 # FFMAs in plain row order
-    {"STAGES": 3}, {"STAGES": 5},
-    {"BK": 8, "STAGES": 6}, {"BK": 32, "STAGES": 3},
-    {"BM": 256, "BN": 128, "WM": 64, "WN": 64},                  # 256 x 128, like cuBLAS's tile
-    {"BN": 128, "WN": 32, "WNITER": 2, "STAGES": 2, "SERP": 0},  # 128 x 128, 8 x 8 per thread
-    {"BN": 128, "WN": 32, "WNITER": 2, "STAGES": 3, "SERP": 0, "MINB": 2},
-    {"BN": 128, "WN": 32, "WNITER": 2, "BK": 32, "STAGES": 2, "SERP": 0, "MINB": 2},
-    {"BN": 128, "THREADS": 128, "BK": 32, "STAGES": 2, "SERP": 0},  # 128 x 128, 4 warps
-]
-"""Changes to 08_async.cu's registered defines (ASYNC), one configuration each."""
+from .harness.measure import sweep
+from .registry import TUNING_SPACE, async_tile, usable
 
 
-def tune(sizes, space=SPACE, progress: bool = False) -> pd.DataFrame:
+
+def tune(sizes, space=TUNING_SPACE, progress: bool = False) -> pd.DataFrame:
     """Check and time every configuration this GPU can run (one printed line names the others)
     at every size; the defines are columns."""
     specs = usable([async_tile(**change) for change in space])
@@ -45,7 +33,7 @@ def winner(df: pd.DataFrame) -> pd.Series | None:
 def step_table(df: pd.DataFrame, specs, peak: float) -> pd.DataFrame:
     """Chapter 8's steps side by side: GFLOP/s, % of cuBLAS and % of the measured FMA peak at
     each size, then registers, blocks per SM and occupancy (compiler and occupancy model)."""
-    from .occupancy import report
+    from .models.occupancy import report
     ok = df[df.status == "ok"]
     perf = ok.pivot_table(index="kernel", columns="M", values=["gflops", "pct_of_cublas"])
     rows = []
@@ -66,7 +54,7 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
     horizontal bars, with cuBLAS at each size and the FMA peak as lines."""
     import matplotlib.pyplot as plt
 
-    from .plots import STYLE
+    from .harness.plots import STYLE
     ok = df[df.status == "ok"]
     sizes = sorted(ok.M.unique())
     with plt.rc_context(STYLE):

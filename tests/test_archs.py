@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from book import LaunchError
-from book.archs import ARCHS, matrix, supported_archs
-from book.measure import check_kernels, sweep
+from book.profile.archs import ARCHS, matrix, supported_archs
+from book.harness.measure import check_kernels, sweep
 from book.registry import KERNELS, async_tile, device_cc, usable
-from book.tune import SPACE
+from book.registry import TUNING_SPACE
 
 ASYNC = KERNELS["async_128x256x16_w64x64_n4_8x4_t256_s4_pad4_m1_serp"]
 
@@ -17,7 +17,7 @@ def built():
     archs = supported_archs()
     if not archs:
         pytest.skip("NVRTC is not available")
-    return matrix(list(KERNELS.values()) + [async_tile(**c) for c in SPACE], archs)
+    return matrix(list(KERNELS.values()) + [async_tile(**c) for c in TUNING_SPACE], archs)
 
 
 def test_nvrtc_covers_every_architecture_of_the_book():

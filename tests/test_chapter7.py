@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from book import LaunchError, xp
-from book.accuracy import error_vs_k, growth, inputs, max_relative_error, without_fma
-from book.measure import padded, padded_length, sweep
+from book.models.accuracy import error_vs_k, growth, inputs, max_relative_error, without_fma
+from book.harness.measure import padded, padded_length, sweep
 from book.registry import KERNELS, KernelSpec
 from conftest import ROOT
 

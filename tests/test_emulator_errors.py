@@ -17,7 +17,7 @@ def bug(name):
 
 def still_works():
     """A correct kernel right after the error: the process and the emulator survived."""
-    from book.check import random_inputs, relative_error, run_matmul
+    from book.harness.check import random_inputs, relative_error, run_matmul
     from book.registry import KERNELS
     a, b = random_inputs(33, 17, 9, seed=0)
     assert relative_error(run_matmul(KERNELS["tiled16"], a, b), a.astype(np.float64) @ b) < 1e-6
@@ -137,7 +137,7 @@ def test_ctrl_c_stops_a_running_launch_and_the_process_goes_on():
     program = f"""
 import os, signal, threading, numpy as np
 from book import load_kernel
-from book.check import random_inputs, relative_error, run_matmul
+from book.harness.check import random_inputs, relative_error, run_matmul
 from book.registry import KERNELS
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
@@ -194,7 +194,7 @@ def test_without_check_mode_the_same_race_goes_unseen():
 
 
 def test_every_book_kernel_is_clean_in_check_mode(check_mode):
-    """python -m book.sanitize --cpu, as CI runs it: no race, no unwritten read, no bad index."""
+    """python -m book.profile.sanitize --cpu, as CI runs it: no race, no unwritten read, no bad index."""
     from book.registry import correct_kernels, usable
-    from book.sanitize import cpu_check
+    from book.profile.sanitize import cpu_check
     assert cpu_check([s.id for s in usable(correct_kernels())], sizes=[(65, 64, 63)]) == {}

@@ -127,17 +127,17 @@ def test_second_load_is_the_same_kernel():
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the CPU backend's own disk cache")
 def test_cpu_cache_hit_does_not_recompile(tmp_path, monkeypatch):
-    from book import cpu, runtime
+    from book.launch import emulator, runtime
     monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path))
     src = tmp_path / "cached.cu"
     src.write_text('extern "C" __global__ void one(float* x) { x[threadIdx.x] = 1.0f; }\n')
-    before = cpu.COMPILES["count"]
+    before = emulator.COMPILES["count"]
     load_kernel(src, "one")
-    assert cpu.COMPILES["count"] == before + 1
+    assert emulator.COMPILES["count"] == before + 1
     monkeypatch.setattr(runtime, "_modules", {})  # a new process, as far as the cache can tell
     monkeypatch.setattr(runtime, "_kernels", {})
     kernel = load_kernel(src, "one")
-    assert cpu.COMPILES["count"] == before + 1
+    assert emulator.COMPILES["count"] == before + 1
     out = xp.zeros(4, dtype=xp.float32)
     kernel(1, 4, (out,))
     assert out.tolist() == [1.0] * 4

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from book import LaunchError
-from book.check import random_inputs, relative_error, run_matmul
-from book.measure import sweep
+from book.harness.check import random_inputs, relative_error, run_matmul
+from book.harness.measure import sweep
 from book.registry import KERNELS, KernelSpec
 from conftest import ROOT
 
@@ -46,7 +46,7 @@ def test_wrong_dtype_input_is_a_clear_error():
 
 
 def test_cpu_loop_matches_and_rejects_bad_shapes():
-    from book.cpu_loop import c_matmul, python_matmul
+    from book.models.cpu_loop import c_matmul, python_matmul
     a, b = random_inputs(7, 5, 3, seed=3)
     ref = a.astype(np.float64) @ b
     assert relative_error(c_matmul(a, b), ref) < 1e-6

@@ -2,7 +2,8 @@
 import pandas as pd
 import pytest
 
-from book import ladder, results
+from book import ladder
+from book.harness import results
 from book.registry import KERNELS
 
 

@@ -3,9 +3,9 @@ that reproduce a source's bug fail exactly where the bug bites."""
 import numpy as np
 import pytest
 
-from book.check import TOLERANCE, random_inputs, relative_error, run_matmul
+from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
 from book.registry import KERNELS, correct_kernels
-from book.runtime import BACKEND
+from book.launch.runtime import BACKEND
 
 # 1000 x 1000 (not a multiple of any tile) runs the full 1000^3 product on a GPU; the emulator
 # computes the same 1000 x 1000 C over a short K.

@@ -1,9 +1,9 @@
 """Theoretical occupancy: the model against the CUDA driver's answers."""
 import pytest
 
-from book.occupancy import SM90, occupancy, report
+from book.models.occupancy import SM90, occupancy, report
 from book.registry import chapter_kernels
-from book.runtime import BACKEND
+from book.launch.runtime import BACKEND
 
 # (threads per block, registers per thread, static shared bytes) -> blocks per SM, as
 # cuOccupancyMaxActiveBlocksPerMultiprocessor answered on an NVIDIA H200 (chapter 6's kernels).

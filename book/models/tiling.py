@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .coalescing import FLOAT, SECTOR_BYTES, naive_traffic
-from .registry import ceil_div
+from ..registry import ceil_div
 
 
 def global_traffic(spec, M: int, N: int, K: int) -> dict:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cuda_source
-from .runtime import BACKEND
+from ..launch import cuda_source
+from ..launch.runtime import BACKEND
 
 WATCH = ["FFMA", "LDS.128", "LDS", "STS.128", "STS", "LDG.E.128", "LDG.E", "LDGSTS.E",
          "LDGSTS.E.BYPASS.128", "STG.E.128", "STG.E", "BAR.SYNC.DEFER_BLOCKING", "LDL", "STL"]
@@ -79,7 +79,7 @@ def measure(specs) -> pd.DataFrame:
 def opcodes(specs, name: str) -> pd.DataFrame | None:
     """Static opcode counts of these kernels: measured now (GPU host with nvcc; saved as results
     ``name``), else recorded on a GPU, else None. Prints where they come from."""
-    from . import results
+    from ..harness import results
     if BACKEND == "gpu" and _tool("nvcc") and _tool("cuobjdump"):
         df = results.keep(measure(specs), name)
         print(f"SASS read now, built for {df.device.iloc[0]}.")

@@ -1,11 +1,11 @@
-"""Execute every chapter notebook in place on this machine, in order (``python -m book.execute``).
+"""Execute every chapter notebook in place on this machine, in order (``python -m book.harness.execute``).
 
 Run it on a GPU host: each chapter measures, saves ``results/<gpu>/`` and stores its outputs,
 which the HTML book then shows. Prints the time each notebook took, and under it the cells that
 took longer than SLOW_CELL_S.
 
-    python -m book.execute                 # all of notebooks/*.ipynb
-    python -m book.execute 02_naive        # only the notebooks whose names start with these
+    python -m book.harness.execute                 # all of notebooks/*.ipynb
+    python -m book.harness.execute 02_naive        # only the notebooks whose names start with these
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 SLOW_CELL_S = 3.0  # cells slower than this are listed under their chapter's time
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from .device import device_report, gpu_slug
-from .runtime import BACKEND
+from ..launch.runtime import BACKEND
 
-RESULTS = Path(os.environ.get("BOOK_RESULTS_DIR") or Path(__file__).resolve().parents[1] / "results")
+RESULTS = Path(os.environ.get("BOOK_RESULTS_DIR") or Path(__file__).resolve().parents[2] / "results")
 
 
 def saving() -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from .plots import STYLE
-from .sources import DATA
+from ..harness.plots import STYLE
+from ..harness.sources import DATA
 
 
 def source003_ilp() -> pd.Series:

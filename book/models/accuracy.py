@@ -15,11 +15,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .check import random_inputs
-from .device import device_report
-from .measure import Baseline, relative_error_xp
-from .plots import STYLE
-from .runtime import to_device, xp
+from ..harness.check import random_inputs
+from ..harness.device import device_report
+from ..harness.measure import Baseline, relative_error_xp
+from ..harness.plots import STYLE
+from ..launch.runtime import to_device, xp
 
 KINDS = {"positive": (0.0, 1.0), "mixed": (-1.0, 1.0)}
 """Input kinds: uniform in [0, 1) (every product positive: no cancellation, the sum grows with

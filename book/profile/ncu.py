@@ -1,7 +1,7 @@
 """Hardware counters from Nsight Compute (``ncu``), read for the book's own launches (chapter 3).
 
 :func:`profile` runs ``ncu`` on a child Python process that launches the given kernels once each
-(``python -m book.ncu '<json>'``) and returns one row per launch with the requested metrics.
+(``python -m book.profile.ncu '<json>'``) and returns one row per launch with the requested metrics.
 :func:`counters` is what a notebook calls: it profiles on a GPU host that has ``ncu`` and saves
 the counters with the chapter's results; elsewhere it returns the counters recorded on a GPU, or
 None (with the reason printed) when there are none.
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .runtime import BACKEND
+from ..launch.runtime import BACKEND
 
 GLOBAL_SECTORS = {
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "load_requests",
@@ -92,7 +92,7 @@ def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str,
         raise NcuError("ncu needs a GPU and Nsight Compute's `ncu` on the PATH")
     plan = json.dumps([[k, list(size)] for k, size in launches])
     cmd = [ncu, "--metrics", ",".join(metrics), "--csv", "--print-units", "base",
-           "--kernel-name", "regex:^matmul|gemm", sys.executable, "-m", "book.ncu", plan]
+           "--kernel-name", "regex:^matmul|gemm", sys.executable, "-m", "book.profile.ncu", plan]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                           env=dict(os.environ, BOOK_BACKEND="gpu"))
     text = proc.stdout + proc.stderr
@@ -118,7 +118,7 @@ def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str,
 def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | None:
     """Counters for these launches: measured now (GPU with ncu; saved as results ``name``),
     else recorded on a GPU, else None. Prints where they come from."""
-    from . import results
+    from ..harness import results
     if BACKEND == "gpu":
         try:
             df = results.keep(profile(launches, metrics), name)
@@ -135,9 +135,9 @@ def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | Non
 def _run(plan: list) -> None:
     """Child process: launch every planned kernel once on random inputs (made once per size, on
     the GPU: ncu counts the kernels, and the inputs only need to be real data)."""
-    from .check import device_inputs
-    from .registry import find_kernel
-    from .runtime import synchronize, xp
+    from ..harness.check import device_inputs
+    from ..registry import find_kernel
+    from ..launch.runtime import synchronize, xp
     inputs = {}
     for kernel_id, (M, N, K) in plan:
         if (M, N, K) not in inputs:

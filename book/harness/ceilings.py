@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .measure import sweep, time_launch
-from .runtime import BACKEND, cupy, load_kernel, to_host, xp
+from ..launch.runtime import BACKEND, cupy, load_kernel, to_host, xp
 from . import results
 from .device import device_report, gpu_slug
 

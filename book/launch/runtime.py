@@ -14,7 +14,7 @@ Before every launch the arguments are checked against the kernel's own C signatu
 launch geometry against the device's limits, with the same errors on both backends.
 
 On the CPU a kernel's own bugs raise :class:`LaunchError` too, and never take this process down:
-every emulated launch runs in a worker process (``book/cpu.py``), on copies of the array
+every emulated launch runs in a worker process (``book/launch/emulator.py``), on copies of the array
 arguments in shared memory, each placed so that its last element ends a page, with 256 MiB of
 inaccessible addresses on both sides. A signal handler in the worker reports a memory fault or
 an integer division by zero (the address, load or store, block and thread) and the worker exits;
@@ -29,7 +29,7 @@ array's first element cannot be protected: its bytes hold NaN (a read there spoi
 and a write there is reported when the launch ends, without the thread. Every index into a
 ``__shared__`` array is checked against its dimension (the array is named in the error); the
 check mode (``BOOK_EMU_CHECK=1``) also finds shared-memory races and reads of unwritten shared
-memory (``book/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
+memory (``book/launch/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
 Floating-point division by zero gives inf or NaN, as on the GPU; it is no error.
 """
 from __future__ import annotations
@@ -237,7 +237,7 @@ class _Module:
             self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
             self._functions = {}
         else:
-            from .cpu import CompileError, CpuModule
+            from .emulator import CompileError, CpuModule
             self._report_or_compile_error()  # NVRTC first: the GPU's own compile errors
             try:
                 self._cpu = CpuModule(self.text, self.filename, list(self.signatures), defines)
@@ -296,7 +296,7 @@ class _Module:
 
     def launch(self, name, grid, block, args, params, shared_mem, timeout_s=None):
         if BACKEND == "cpu":
-            from .cpu import KernelFault
+            from .emulator import KernelFault
             try:
                 self._cpu.launch(name, grid, block, args, params, shared_mem, timeout_s)
             except KernelFault as exc:
@@ -324,7 +324,7 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
     """
     path = cuda_source.resolve(source)
     defines = {str(k): str(v) for k, v in (defines or {}).items()}
-    from .cpu import checking
+    from .emulator import checking
     check = BACKEND == "cpu" and checking()  # the check mode is another build
     key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())), tuple(options),
            check)

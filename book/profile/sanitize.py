@@ -1,9 +1,9 @@
 """Run every registered kernel under compute-sanitizer (memcheck and racecheck) on a GPU host,
 or under the CPU emulator's check mode anywhere.
 
-    python -m book.sanitize                  # all kernels, both tools
-    python -m book.sanitize tiled16 rowA     # only these kernels
-    python -m book.sanitize --cpu            # the emulator: its memory checks plus BOOK_EMU_CHECK=1
+    python -m book.profile.sanitize                  # all kernels, both tools
+    python -m book.profile.sanitize tiled16 rowA     # only these kernels
+    python -m book.profile.sanitize --cpu            # the emulator: its memory checks plus BOOK_EMU_CHECK=1
 
 Each tool runs once over one child process that launches every kernel at odd and non-square
 sizes (plus the shared-memory microbenchmark), printing a marker before each launch, so every
@@ -27,10 +27,10 @@ ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|
 def _target(ids: list[str]) -> None:
     import numpy as np
 
-    from .check import random_inputs
-    from .measure import padded
-    from .registry import find_kernel
-    from .runtime import load_kernel, synchronize, to_device, xp
+    from ..harness.check import random_inputs
+    from ..harness.measure import padded
+    from ..registry import find_kernel
+    from ..launch.runtime import load_kernel, synchronize, to_device, xp
     for kernel_id in ids:
         spec = find_kernel(kernel_id)
         for M, N, K in SIZES:
@@ -54,7 +54,7 @@ def run(ids: list[str], tools=TOOLS) -> dict[tuple[str, str], int]:
     counts = {}
     for tool in tools:
         cmd = [sanitizer, "--tool", tool, "--print-limit", "20", sys.executable, "-m",
-               "book.sanitize", "--target", *ids]
+               "book.profile.sanitize", "--target", *ids]
         proc = subprocess.run(cmd, capture_output=True, text=True,
                               env=dict(os.environ, BOOK_BACKEND="gpu"))
         current = "startup"
@@ -83,11 +83,11 @@ def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
     arrays and of array arguments) or give a wrong result; empty when every kernel is clean."""
     import numpy as np
 
-    from .check import TOLERANCE, random_inputs, relative_error, run_matmul
-    from .registry import find_kernel
-    from .runtime import BACKEND, LaunchError
+    from ..harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
+    from ..registry import find_kernel
+    from ..launch.runtime import BACKEND, LaunchError
     if BACKEND != "cpu" or os.environ.get("BOOK_EMU_CHECK") != "1":
-        raise RuntimeError("run with BOOK_BACKEND=cpu BOOK_EMU_CHECK=1 (python -m book.sanitize --cpu)")
+        raise RuntimeError("run with BOOK_BACKEND=cpu BOOK_EMU_CHECK=1 (python -m book.profile.sanitize --cpu)")
     errors = {}
     for kernel_id in ids:
         for M, N, K in sizes:
@@ -110,8 +110,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--cpu"]:
         if os.environ.get("BOOK_EMU_CHECK") != "1" or os.environ.get("BOOK_BACKEND") != "cpu":
             env = dict(os.environ, BOOK_BACKEND="cpu", BOOK_EMU_CHECK="1")
-            return subprocess.run([sys.executable, "-m", "book.sanitize", *argv], env=env).returncode
-        from .registry import correct_kernels, usable
+            return subprocess.run([sys.executable, "-m", "book.profile.sanitize", *argv], env=env).returncode
+        from ..registry import correct_kernels, usable
         ids = argv[1:] or [s.id for s in usable(correct_kernels())]
         errors = cpu_check(ids)
         for kernel_id in ids:
@@ -119,7 +119,7 @@ def main(argv: list[str]) -> int:
         print(f"\nemulator check mode, sizes {CPU_SIZES}: "
               f"{'no errors' if not errors else f'{len(errors)} kernels with errors'}")
         return 1 if errors else 0
-    from .registry import KERNELS, usable
+    from ..registry import KERNELS, usable
     ids = argv or [s.id for s in usable(KERNELS.values())]
     counts = run(ids)
     names = sorted({k for k, _ in counts if k not in ("end",)}, key=lambda k: (k not in ids, k))

@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
-from . import cuda_source
-from .cuda_source import KernelSourceError
-from .registry import cc_text
+from ..launch import cuda_source
+from ..launch.cuda_source import KernelSourceError
+from ..registry import cc_text
 
 ARCHS = {"sm_70": "V100", "sm_75": "T4, RTX 20xx", "sm_80": "A100", "sm_86": "RTX 30xx, A10",
          "sm_89": "L4, RTX 40xx", "sm_90": "H100, H200"}

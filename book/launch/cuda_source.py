@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
 
 # C type -> NumPy dtype of one element, and the number of such elements in the C type.
 SCALAR_TYPES = {

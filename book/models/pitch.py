@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .coalescing import sectors
-from .measure import padded_length
-from .runtime import BACKEND, cupy
+from ..harness.measure import padded_length
+from ..launch.runtime import BACKEND, cupy
 
 CPU_ALIGNMENT = 128
 """Bytes used for the texture pitch alignment without a GPU: one 128-byte cache line."""
@@ -88,7 +88,7 @@ def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3,
     point is the median of up to ``max_repeat`` runs (about ``target_s`` of GPU time): the
     spread that matters here is the one between repeats, which the chapter shows.
     """
-    from .measure import sweep
+    from ..harness.measure import sweep
     names = list(aligns)
     frames = []
     for n in sizes:
@@ -124,7 +124,7 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
     one panel per kernel, one line per layout (shifted sideways a little, to stay readable)."""
     import matplotlib.pyplot as plt
 
-    from .plots import STYLE
+    from ..harness.plots import STYLE
     ok = df[df.status == "ok"]
     kernels = list(dict.fromkeys(ok.kernel))
     with plt.rc_context(STYLE):

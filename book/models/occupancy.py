@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .runtime import BACKEND, cupy
+from ..launch.runtime import BACKEND, cupy
 
 SM90 = {"threads_per_sm": 2048, "blocks_per_sm": 32, "registers_per_sm": 65536,
         "shared_per_sm": 228 * 1024, "reserved_shared_per_block": 1024}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .cuda_source import resolve
+from ..launch.cuda_source import resolve
 from .device import device_report
 
 

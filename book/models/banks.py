@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .plots import STYLE
+from ..harness.plots import STYLE
 
 BANKS = 32
 WARP = 32
@@ -93,8 +93,8 @@ def stride_sweep(strides=range(1, 34), iters: int | None = None) -> pd.DataFrame
     """
     import numpy as _np
 
-    from .measure import time_launch
-    from .runtime import BACKEND, load_kernel, xp
+    from ..harness.measure import time_launch
+    from ..launch.runtime import BACKEND, load_kernel, xp
     kernel = load_kernel("05_bank_conflicts.cu", "smem_stride")
     if BACKEND == "gpu":
         import cupy
@@ -115,13 +115,13 @@ def stride_sweep(strides=range(1, 34), iters: int | None = None) -> pd.DataFrame
                      "model_degree": int(degree(((np.arange(WARP) * s) % 1056)))})
     from datetime import date
 
-    from .device import device_report
+    from ..harness.device import device_report
     df = pd.DataFrame(rows)
     df["relative_time"] = df.time_ms / df.time_ms.iloc[0]
     return df.assign(device=device_report()["name"], date=date.today().isoformat())
 
 
-def _store_words(spec, tx, ty) -> list[np.ndarray]:
+def store_words(spec, tx, ty) -> list[np.ndarray]:
     """Words of the block's two tile stores (A, B) for lanes (tx, ty), by kernel function."""
     t = spec.tile[0]
     pad = dict(spec.defines).get("PAD", 0)
@@ -141,7 +141,7 @@ def store_wavefronts(spec) -> float:
     degrees = []
     for warp in range(t * t // WARP):
         tx, ty = tile_lanes(t, warp)
-        degrees += [int(degree(w)) for w in _store_words(spec, tx, ty)]
+        degrees += [int(degree(w)) for w in store_words(spec, tx, ty)]
     return float(np.mean(degrees))
 
 

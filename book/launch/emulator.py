@@ -278,7 +278,7 @@ class _Worker:
     def start(self) -> None:
         from_parent, to_child = os.pipe()
         from_child, to_parent = os.pipe()
-        code = f"from book.cpu import serve; serve({from_parent}, {to_parent})"
+        code = f"from book.launch.emulator import serve; serve({from_parent}, {to_parent})"
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(from_parent, to_parent),
                                      env=dict(os.environ, BOOK_BACKEND="cpu"))
         os.close(from_parent)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .runtime import BACKEND, cupy, to_device, to_host, xp
+from ..launch.runtime import BACKEND, cupy, to_device, to_host, xp
 
 TOLERANCE = 1e-5
 """Largest relative Frobenius error accepted for an FP32 matmul checked against float64."""

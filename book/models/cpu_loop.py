@@ -8,8 +8,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .cpu import build_library, compiler
-from .cuda_source import resolve
+from ..launch.emulator import build_library, compiler
+from ..launch.cuda_source import resolve
 
 
 def python_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ SLOW_RUN_S = 0.25
 def time_methods(sizes: dict[str, list[int]], repeats: int = 3) -> pd.DataFrame:
     """Best-of-``repeats`` wall time of each method at its sizes (one run where a run takes over
     SLOW_RUN_S), checked against float64 first."""
-    from .check import TOLERANCE, random_inputs, relative_error
+    from ..harness.check import TOLERANCE, random_inputs, relative_error
     rows = []
     for method, ns in sizes.items():
         fn = METHODS[method]

@@ -16,7 +16,7 @@ import pandas as pd
 
 from .check import TOLERANCE, device_inputs
 from .device import device_report
-from .runtime import BACKEND, cupy, synchronize, xp
+from ..launch.runtime import BACKEND, cupy, synchronize, xp
 
 POINT_BUDGET_S = 20.0
 """Seconds one size of a sweep may take (all its kernels, checked and timed) before the sweep
@@ -207,14 +207,13 @@ def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> 
     return pd.DataFrame(table)
 
 
-def timing_pitfalls(n: int) -> pd.DataFrame:
-    """Time one naive n^3 matmul five ways; only the last two measure the kernel itself.
+def timing_pitfalls(spec, n: int) -> pd.DataFrame:
+    """Time one n^3 matmul of the registered kernel ``spec`` five ways; only the last two measure
+    the kernel itself.
 
     The first call uses a define no cache has seen, so it includes compiling the kernel.
     """
-    from .registry import KERNELS
-    from .runtime import load_kernel
-    spec = KERNELS["naive16"]
+    from ..launch.runtime import load_kernel
     A, B = (xp.asarray(x) for x in device_inputs(n, n, n, seed=0))
     C = xp.full((n, n), xp.nan, dtype=xp.float32)
     args = (A, B, C, np.int32(n), np.int32(n), np.int32(n))

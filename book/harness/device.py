@@ -7,7 +7,7 @@ import re
 import subprocess
 from functools import lru_cache
 
-from .runtime import BACKEND, cupy
+from ..launch.runtime import BACKEND, cupy
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, "Arithmetic Instructions").
 _FP32_LANES = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128,

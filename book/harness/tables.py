@@ -1,0 +1,77 @@
+"""Tables a person reads: numbers rounded for a reader, units in the headers, labels for ids.
+
+:func:`readable` is the one helper every chapter's results table goes through. Known columns get
+a header with their unit and a rounding (GFLOP/s and GB/s as integers, percentages to one
+decimal, errors to two significant digits); any other float column keeps three significant
+digits. Rows indexed by kernel id are relabelled with the kernel's label.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = {
+    "label": "kernel",
+    "status": "check",
+    "gflops": "GFLOP/s",
+    "pct_of_cublas": "% of cuBLAS",
+    "pct_of_peak": "% of FMA peak",
+    "gbps": "GB/s",
+    "rel_error": "relative error",
+    "max_rel_error": "largest element error",
+    "time_ms": "time (ms)",
+    "ms": "time (ms)",
+    "time_s": "time (s)",
+}
+"""Raw column name -> header with its unit."""
+
+
+def _kind(header: str) -> str:
+    h = header.lower()
+    if "error" in h:
+        return "error"
+    if "gflop/s" in h or "gb/s" in h:
+        return "integer"
+    if "%" in h:
+        return "percent"
+    return "float"
+
+
+def significant(x, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, in plain notation where that stays short."""
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "--"
+    return f"{x:.{digits}g}" if abs(x) < 1e6 else f"{x:,.0f}"
+
+
+def _format(column: pd.Series, kind: str) -> pd.Series:
+    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return column
+    if kind == "integer":
+        return column.round(0).astype("Int64")
+    if kind == "percent":
+        return column.round(1)
+    if kind == "error":
+        return column.map(lambda e: significant(e, 2))
+    if pd.api.types.is_integer_dtype(column):
+        return column
+    return column.map(significant)
+
+
+def readable(df: pd.DataFrame, columns: list[str] | None = None,
+             labels: dict[str, str] | None = None) -> pd.DataFrame:
+    """``df`` (or its ``columns``) for a reader: headers with units, rounded values, and kernel
+    labels instead of ids where the index holds ids (from ``df``'s ``label`` column, or from
+    ``labels``: id -> label)."""
+    out = df[columns].copy() if columns else df.copy()
+    if df.index.name == "kernel":
+        if "label" in df.columns:
+            labels = dict(zip(df.index, df["label"]))
+            out = out.drop(columns="label", errors="ignore")
+        if labels:
+            out.index = [labels.get(k, k) for k in out.index]
+            out.index.name = "kernel"
+    out = out.rename(columns=COLUMNS)
+    for name in out.columns:
+        out[name] = _format(out[name], _kind(str(name)))
+    return out
