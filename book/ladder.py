@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 import numpy as np
 import pandas as pd
 
 from .harness import ceilings, results
-from .harness.plots import STYLE
+from .harness.plots import FAMILIES, STYLE
 from .registry import KERNELS
 from .harness.sources import DATA
 
@@ -29,6 +30,8 @@ TUNE = "08_tune"
 REQUIRED = ["00_ceilings", "01_cpu_loop"] + FILES + [TUNE]
 """The results files a GPU folder must hold (with device.json) to stand in the ladder."""
 README = Path(__file__).resolve().parents[1] / "README.md"
+FIGURE = README.parent / "results" / "ladder.png"
+"""The ladder of every recorded GPU, drawn by ``python -m book.ladder`` for the landing page."""
 BEGIN, END = "<!-- ladder:begin -->", "<!-- ladder:end -->"
 
 
@@ -189,36 +192,41 @@ def source_marks() -> dict[str, str]:
 
 
 def ladder_plot(df: pd.DataFrame):
-    """Horizontal bars: % of cuBLAS at n = 4096 for every kernel, one bar per GPU."""
+    """Horizontal bars: % of cuBLAS at n = 4096 for every kernel, one bar per GPU, coloured by
+    the kernel's family (the chapter that introduced it); the GPUs told apart by hatching."""
     gpu_rows = df[df.pct_of_cublas.notna() & (df.kernel != "cublas")]
     gpu_rows = gpu_rows.assign(label=gpu_rows.chapter.astype(str) + ". " + gpu_rows.label)
     labels = list(dict.fromkeys(gpu_rows.label))
     gpus = sorted(gpu_rows.device.unique())
     marks = source_marks()
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(9, 0.32 * len(labels) + 1.6))
-        height = 0.8 / len(gpus)
+        fig, ax = plt.subplots(figsize=(10, 0.42 * len(labels) + 1.8))
+        height, handles = 0.8 / len(gpus), []
         for g, gpu in enumerate(gpus):
             sub = gpu_rows[gpu_rows.device == gpu].set_index("label")
             y = [labels.index(lab) + g * height for lab in sub.index]
-            ax.barh(y, sub.pct_of_cublas, height=height, label=gpu)
+            colors = [FAMILIES[int(c)][1] for c in sub.chapter]
+            ax.barh(y, sub.pct_of_cublas, height=height, color=colors, alpha=1.0 - 0.45 * g,
+                    hatch=("", "///", "...", "xx")[g % 4], edgecolor="white", lw=0)
             for yy, (lab, r) in zip(y, sub.iterrows()):
-                ax.annotate(f"{r.pct_of_cublas:.1f}%", (r.pct_of_cublas, yy), xytext=(3, 0),
-                            textcoords="offset points", va="center", fontsize=7)
+                ax.annotate(f"{r.pct_of_cublas:.1f}", (r.pct_of_cublas, yy), xytext=(3, 0),
+                            textcoords="offset points", va="center", fontsize=8)
+            handles.append(Patch(fc="0.4", alpha=1.0 - 0.45 * g, hatch=("", "///", "...", "xx")[g % 4],
+                                 label=gpu))
         for lab in labels:
             kernel = gpu_rows.loc[gpu_rows.label == lab, "kernel"].iloc[0]
             if kernel in marks:
-                ax.annotate("◆ " + marks[kernel], (100, labels.index(lab)), xytext=(-4, 0),
-                            textcoords="offset points", va="center", ha="right", fontsize=7,
-                            color="firebrick")
+                ax.annotate("◆ " + marks[kernel], (109, labels.index(lab) + 0.4 - height / 2),
+                            va="center", ha="right", fontsize=8, color="firebrick")
         ax.axvline(100, color="k", lw=1)
-        ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], labels, fontsize=7.5)
+        ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], labels, fontsize=9)
         ax.invert_yaxis()
         ax.set_xlim(0, 110)
+        ax.grid(axis="y", visible=False)
         ax.set_xlabel("% of cuBLAS SGEMM at n = 4096 (timed in the same run)")
-        ax.set_title("Every kernel of the book at n = 4096\n(◆: what source 003 reported for "
-                     "the same kernel, on its own GPU)", fontsize=10)
-        ax.legend(loc="lower right")
+        ax.set_title("Every kernel of the book at n = 4096, coloured by chapter\n(◆: what source "
+                     "003 reported for the same kernel, on its own GPU)", fontsize=10)
+        ax.legend(handles=handles, loc="lower right", fontsize=9)
         plt.close(fig)
     return fig
 
@@ -294,26 +302,34 @@ def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
     d = intensity(df, traffic, device)
     peak, bw = ceilings_of(device)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(12, 5.5))
+        fig, ax = plt.subplots(figsize=(10, 6))
         x = np.logspace(-1, 3.5, 200)
         ax.plot(x, np.minimum(peak, bw * x), color="0.3", lw=1.2)
         ax.annotate(f"FP32 FMA peak (measured): {peak:,.0f} GFLOP/s", (peak / bw, peak),
                     xytext=(4, 3), textcoords="offset points", fontsize=8)
         ax.annotate(f"DRAM: copy bandwidth (measured), {bw:,.0f} GB/s", (0.5, bw * 0.5),
                     xytext=(6, -4), textcoords="offset points", fontsize=8, va="top")
-        for i, r in enumerate(d.itertuples()):
-            color, marker = f"C{i % 10}", "osD^v"[i // 10 % 5]
-            ax.plot(r.ai_dram, r.gflops, marker, color=color, label=r.label if r.chapter == 10 else f"{r.chapter}. {r.label}")
-            ax.plot(r.ai_l2, r.gflops, marker, mfc="none", color=color)
-            ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.5)
+        d = d.assign(family=d.chapter.where(d.chapter != 10, 0).astype(int))
+        for family, group in d.groupby("family", sort=True):
+            name, color = FAMILIES[family]
+            ax.plot(group.ai_dram, group.gflops, "o", color=color, ms=6,
+                    label=name if family == 0 else f"{family}. {name}")
+            ax.plot(group.ai_l2, group.gflops, "o", mfc="none", color=color, ms=6)
+            for r in group.itertuples():
+                ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.5)
+            best = group.loc[group.gflops.idxmax()]  # each chapter's fastest, named on the plot
+            ax.annotate(best.label, (best.ai_dram, best.gflops), xytext=(5, -3),
+                        textcoords="offset points", fontsize=7.5, color=color, va="top")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity: FLOPs per byte (filled: DRAM bytes; hollow: bytes "
                       "read from L2)")
         ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"Roofline at n = 4096, {device}: ncu's byte counts, measured ceilings",
+        ax.set_title(f"Roofline at n = 4096, {device}: ncu's byte counts, measured ceilings; "
+                     "each chapter's fastest kernel named",
                      fontsize=10)
-        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1)
+        ax.legend(fontsize=8.5, loc="lower right", title="kernel family (chapter)",
+                  title_fontsize=8.5)
         plt.close(fig)
     return fig
 
@@ -327,6 +343,8 @@ def main(argv: list[str]) -> int:
     changed = write_readme(df)
     print(markdown(df))
     print("README.md updated" if changed else "README.md already current")
+    ladder_plot(df).savefig(FIGURE, dpi=110, bbox_inches="tight")
+    print(f"{FIGURE.relative_to(README.parent)} written (the landing page shows it)")
     return 0
 
 

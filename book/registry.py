@@ -13,11 +13,15 @@ capability 7.5 at most, to preview on a new GPU what an older one (a T4) skips.
 """
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
+from .launch.cuda_source import KernelSourceError, resolve
 from .launch.runtime import BACKEND, CPU_ARCH, Kernel, LaunchError, cupy, device_limits, load_kernel
 
 MAPPINGS = ("tile", "tile_xrows", "tile_floor", "flat", "row")
@@ -302,6 +306,53 @@ TUNING_SPACE = [
 ]
 """Chapter 8's tuning space: changes to 08_async.cu's registered defines (ASYNC), one
 configuration each (``book.tune`` checks and times them)."""
+
+
+def variant(spec: KernelSpec, **changes) -> KernelSpec:
+    """``spec`` with some of its defines changed (a chapter's "try it"); the launch geometry
+    follows them as the kernel's registered builder sets it. Unknown defines are refused."""
+    d = dict(spec.defines)
+    unknown = sorted(set(changes) - set(d))
+    if unknown:
+        raise KeyError(f"{spec.id} has no define {', '.join(unknown)}; its defines are "
+                       f"{', '.join(d) or 'none'}")
+    d.update(changes)
+    if spec.source == "06_regtile.cu":
+        return _regtile(d["BM"], d["BN"], d["BK"], d["TM"], d["TN"])
+    if spec.source == "08_vectorized.cu":
+        return vec4(d["BM"], d["BN"], d["BK"], d["TM"], d["TN"], d["PAD"])
+    if spec.source == "08_warptile.cu":
+        return warptile(**d)
+    if spec.source == "08_async.cu":
+        return async_tile(**d)
+    block, tile = spec.block, spec.tile
+    if "TILE" in d and spec.mapping.startswith("tile"):
+        block = tile = (d["TILE"], d["TILE"])
+        if "OUT" in d:  # 06_coarsen.cu: TILE x TILE / OUT threads
+            block = (d["TILE"], d["TILE"] // d["OUT"])
+    text = ", ".join(f"{k}={v}" for k, v in changes.items())
+    return replace(spec, id=f"{spec.id}[{text}]", label=f"{spec.label} [{text}]",
+                   defines=tuple(d.items()), block=block, tile=tile)
+
+
+def edited(spec: KernelSpec, old: str, new: str) -> KernelSpec:
+    """``spec`` with the first ``old`` text in its kernel function (else the first in its file)
+    replaced by ``new`` -- a chapter's "try it": change one line, then check the result. The
+    edited source is written to a temporary file; ``book/kernels/`` is not touched."""
+    path = resolve(spec.source)
+    text = path.read_text()
+    at = text.find(old, max(text.find(f" {spec.name}("), 0))
+    at = text.find(old) if at < 0 else at
+    if at < 0:
+        raise KernelSourceError(f"{path.name}: {old!r} is not in it; copy the text exactly as "
+                                f"show_source({spec.source!r}) prints it")
+    text = text[:at] + new + text[at + len(old):]
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    out = Path(tempfile.gettempdir()) / "book-try" / f"{path.stem}-{digest}{path.suffix}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists():
+        out.write_text(text)
+    return replace(spec, id=f"{spec.id}[edited]", label=f"{spec.label} [edited]", source=str(out))
 
 
 def chapter_kernels(chapter: int, *, with_bugs: bool = False) -> list[KernelSpec]:

@@ -63,3 +63,20 @@ def test_sweep_stops_growing_n_once_a_size_exceeds_the_time_budget(monkeypatch, 
                         r"\(BOOK_POINT_BUDGET_S\)\)", df.status.iloc[1])
     assert df.status.iloc[2] == "ok"  # a smaller size still runs
     assert "skipping 16x16x16: 8x8x8 took" in capsys.readouterr().out
+
+
+def test_readable_tables_round_for_a_reader_and_label_kernels():
+    import pandas as pd
+    from book.harness.tables import readable, significant
+    df = pd.DataFrame({"kernel": ["naive16", "cublas"], "label": ["naive 16x16", "cuBLAS"],
+                       "gflops": [6571.53, 50812.3], "pct_of_cublas": [12.93333, 100.0],
+                       "rel_error": [1.234e-7, 3.1e-7], "other": [0.000123456, 64912.0]}).set_index("kernel")
+    out = readable(df)
+    assert list(out.index) == ["naive 16x16", "cuBLAS"]
+    assert list(out.columns) == ["GFLOP/s", "% of cuBLAS", "relative error", "other"]
+    assert out["GFLOP/s"].tolist() == [6572, 50812]
+    assert out["% of cuBLAS"].tolist() == [12.9, 100.0]
+    assert out["relative error"].tolist() == ["1.2e-07", "3.1e-07"]
+    assert out["other"].tolist() == ["0.000123", "64,912"]
+    assert significant(float("nan")) == "--"
+    assert readable(df, ["gflops"], ).shape == (2, 1)

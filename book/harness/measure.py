@@ -86,6 +86,7 @@ class Baseline:
 
     id = "cublas"
     label = "cuBLAS SGEMM" if BACKEND == "gpu" else "NumPy BLAS (CPU)"
+    chapter = 0  # the library: its own colour in every figure
 
     @staticmethod
     def launch(A, B, C, M, N, K) -> None:
@@ -125,7 +126,8 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
             ok, why = False, over_budget[1]
         if not ok:
             print(f"skipping {M}x{N}x{K}: {why}")
-            rows += [{**base, "kernel": s.id, "label": s.label, "status": f"skipped ({why})"}
+            rows += [{**base, "kernel": s.id, "label": s.label, "chapter": s.chapter,
+                      "status": f"skipped ({why})"}
                      for s in specs]
             continue
         started = time.perf_counter()
@@ -135,7 +137,7 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
         C = xp.empty((M, padded_length(N, ld_align)), dtype=xp.float32)
         base.update(lda=A.shape[1], ldb=B.shape[1], ldc=C.shape[1])
         for spec in specs:
-            row = {**base, "kernel": spec.id, "label": spec.label}
+            row = {**base, "kernel": spec.id, "label": spec.label, "chapter": spec.chapter}
             cannot = getattr(spec, "why_not_here", lambda: None)()
             if cannot:
                 rows.append({**row, "status": f"skipped ({cannot})"})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 STYLE = {
@@ -12,6 +13,30 @@ STYLE = {
 CEILING_STYLE = {"fp32_fma_peak": ("FP32 FMA peak (measured)", "--", "bottom", "gflops"),
                  "cublas_sgemm": ("cuBLAS SGEMM at 4096 (measured)", ":", "top", "gflops"),
                  "copy_bandwidth": ("device-to-device copy (measured)", "--", "bottom", "gbps")}
+
+
+FAMILIES = {0: ("cuBLAS", "#000000"), 1: ("CPU loop", "#7f7f7f"), 2: ("naive", "#1f77b4"),
+            3: ("coalescing", "#ff7f0e"), 4: ("shared-memory tiles", "#2ca02c"),
+            5: ("bank conflicts", "#d62728"), 6: ("register tiles", "#9467bd"),
+            7: ("Kahan, pitched rows", "#8c564b"), 8: ("toward cuBLAS", "#e377c2")}
+"""Kernel families -- the chapter that introduces a kernel (0: the library) -- and the one colour
+each has in every figure of the book."""
+MARKERS = "osD^vPX*"
+
+
+def family_styles(chapters) -> list[dict]:
+    """Line styles for kernels of the given chapters, in order: each family's colour, shaded and
+    marked differently for the second, third ... kernel of the same family."""
+    from matplotlib.colors import to_rgb
+    seen, out = {}, []
+    for ch in chapters:
+        k = seen[ch] = seen.get(ch, -1) + 1
+        name, color = FAMILIES.get(ch, ("", "#17becf"))
+        rgb = np.array(to_rgb(color))
+        shade = (-0.3, 0.25, -0.55, 0.45)[k % 4] if k else 0.0  # darker / lighter, alternating
+        rgb = rgb * (1 + shade) if shade < 0 else rgb + (1 - rgb) * shade
+        out.append({"color": tuple(rgb), "marker": MARKERS[k % len(MARKERS)]})
+    return out
 
 
 def _source(df: pd.DataFrame) -> str:
@@ -31,9 +56,13 @@ def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: 
         if ax is None:
             fig, ax = plt.subplots()
         ok = df[df.status == "ok"]
-        for label, group in ok.groupby("label", sort=False):
-            style = {"color": "k", "lw": 2} if group.kernel.iloc[0] == "cublas" else {}
-            ax.plot(group[x], group[y], marker="o", label=label, **style)
+        groups = list(ok.groupby("label", sort=False))
+        styles = (family_styles([int(g.chapter.iloc[0]) for _, g in groups]) if "chapter" in ok
+                  else [{"marker": "o"}] * len(groups))
+        for (label, group), style in zip(groups, styles):
+            if group.kernel.iloc[0] == "cublas":
+                style = {"color": "k", "lw": 2, "marker": "o"}
+            ax.plot(group[x], group[y], label=label, **style)
         for key, value in (ceilings or {}).items():
             if key in CEILING_STYLE and CEILING_STYLE[key][3] == y:
                 text, ls, va, _ = CEILING_STYLE[key]  # labels above / below their lines

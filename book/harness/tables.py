@@ -22,6 +22,9 @@ COLUMNS = {
     "time_ms": "time (ms)",
     "ms": "time (ms)",
     "time_s": "time (s)",
+    "fp32_fma_peak": "FP32 FMA peak (GFLOP/s)",
+    "copy_bandwidth": "copy bandwidth (GB/s)",
+    "cublas_sgemm": "cuBLAS SGEMM (GFLOP/s)",
 }
 """Raw column name -> header with its unit."""
 
@@ -38,10 +41,11 @@ def _kind(header: str) -> str:
 
 
 def significant(x, digits: int = 3) -> str:
-    """``x`` to ``digits`` significant digits, in plain notation where that stays short."""
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+    """``x`` to ``digits`` significant digits; from 100 up, the whole number with thousands
+    separators (never 6.49e+04)."""
+    if x is None or not np.isfinite(x):
         return "--"
-    return f"{x:.{digits}g}" if abs(x) < 1e6 else f"{x:,.0f}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.{digits}g}"
 
 
 def _format(column: pd.Series, kind: str) -> pd.Series:
