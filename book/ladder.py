@@ -200,7 +200,7 @@ def ladder_plot(df: pd.DataFrame):
     gpus = sorted(gpu_rows.device.unique())
     marks = source_marks()
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(10, 0.42 * len(labels) + 1.8))
+        fig, ax = plt.subplots(figsize=(8.5, 0.36 * len(labels) + 1.4))
         height, handles = 0.8 / len(gpus), []
         for g, gpu in enumerate(gpus):
             sub = gpu_rows[gpu_rows.device == gpu].set_index("label")
@@ -220,13 +220,13 @@ def ladder_plot(df: pd.DataFrame):
                             va="center", ha="right", fontsize=8, color="firebrick")
         ax.axvline(100, color="k", lw=1)
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], labels, fontsize=9)
-        ax.invert_yaxis()
+        ax.set_ylim(len(labels) - 0.1, -0.3)  # first chapter on top, no empty rows
         ax.set_xlim(0, 110)
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("% of cuBLAS SGEMM at n = 4096 (timed in the same run)")
         ax.set_title("Every kernel of the book at n = 4096, coloured by chapter\n(◆: what source "
                      "003 reported for the same kernel, on its own GPU)", fontsize=10)
-        ax.legend(handles=handles, loc="lower right", fontsize=9)
+        ax.legend(handles=handles, loc="center right", fontsize=9)
         plt.close(fig)
     return fig
 
@@ -302,7 +302,7 @@ def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
     d = intensity(df, traffic, device)
     peak, bw = ceilings_of(device)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(10, 6))
+        fig, ax = plt.subplots(figsize=(8.5, 6.2))
         x = np.logspace(-1, 3.5, 200)
         ax.plot(x, np.minimum(peak, bw * x), color="0.3", lw=1.2)
         ax.annotate(f"FP32 FMA peak (measured): {peak:,.0f} GFLOP/s", (peak / bw, peak),
@@ -318,8 +318,10 @@ def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
             for r in group.itertuples():
                 ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.5)
             best = group.loc[group.gflops.idxmax()]  # each chapter's fastest, named on the plot
-            ax.annotate(best.label, (best.ai_dram, best.gflops), xytext=(5, -3),
-                        textcoords="offset points", fontsize=7.5, color=color, va="top")
+            right = best.ai_dram > 30  # near the right edge: the name goes to the left
+            ax.annotate(best.label, (best.ai_dram, best.gflops), xytext=(0 if right else 6, 5),
+                        textcoords="offset points", fontsize=8, color=color, va="bottom",
+                        ha="right" if right else "left")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity: FLOPs per byte (filled: DRAM bytes; hollow: bytes "

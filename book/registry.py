@@ -274,6 +274,8 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     vec4(), vec4(pad=4), warptile(DB=0), warptile(), async_tile(PAD=0), async_tile(),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
+LABELS = {**{k: s.label for k, s in KERNELS.items()}, "cublas": "cuBLAS SGEMM"}
+"""Each kernel's label by id, for tables that a reader reads (``readable(df, labels=LABELS)``)."""
 
 
 def usable(specs, quiet: bool = False) -> list:

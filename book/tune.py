@@ -58,7 +58,7 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
     ok = df[df.status == "ok"]
     sizes = sorted(ok.M.unique())
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(9, 0.45 * len(labels) * len(sizes) / 2 + 1.8))
+        fig, ax = plt.subplots(figsize=(8.5, 0.5 * len(labels) * len(sizes) / 2 + 1.8))
         h = 0.8 / len(sizes)
         for s, n in enumerate(sizes):
             at = ok[ok.M == n].set_index("kernel").gflops
@@ -69,21 +69,21 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
             if cublas is not None:
                 ax.axvline(cublas, color=f"C{s}", ls=":", lw=1.2)
                 ax.annotate(f"cuBLAS, n = {n}", (cublas, len(labels) - 0.4 + s * 0.45), ha="right",
-                            fontsize=7, color=f"C{s}")
+                            fontsize=8, color=f"C{s}")
             for yy, k in zip(y, labels):
                 if k in at:
                     ax.annotate(f"{at[k]:,.0f}", (at[k], yy), xytext=(2, 0), va="center",
-                                textcoords="offset points", fontsize=6.5)
+                                textcoords="offset points", fontsize=7.5)
         if peak:
             ax.axvline(peak, color="0.3", ls="--", lw=1)
-            ax.annotate("FP32 FMA peak (measured)", (peak, -0.6), ha="right", fontsize=7)
+            ax.annotate("FP32 FMA peak (measured)", (peak, -0.6), ha="right", fontsize=8)
         ticks = [(f"▶ {t}" if k == highlight else t) for k, t in labels.items()]
         ax.set_yticks([i + h * (len(sizes) - 1) / 2 for i in range(len(labels))], ticks,
-                      fontsize=7.5)
+                      fontsize=8.5)
         ax.invert_yaxis()
         ax.set_xlabel("GFLOP/s")
         ax.set_title(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
-        ax.legend(loc="lower left", fontsize=7.5)
+        ax.legend(loc="lower left", fontsize=8.5)
         plt.close(fig)
     return fig
 

@@ -77,8 +77,8 @@ def test_the_pipeline_never_overwrites_the_stage_being_read(stages):
 def test_every_picture_draws():
     k = KERNELS
     figs = [diagrams.thread_map(k["naive16"]), diagrams.thread_map(k["naive1d"], 8, 40),
-            diagrams.thread_map(k["xrows16"]), diagrams.sector_map(k["xrows32"]),
-            diagrams.tile_walk(k["tiled16"]), diagrams.bank_map(k["tstore_pad16"]),
+            diagrams.thread_map(k["xrows16"]), diagrams.sector_map(k["naive32"], k["xrows32"]),
+            diagrams.tile_walk(k["tiled16"]), diagrams.bank_map(k["tstore16"], k["tstore_pad16"]),
             diagrams.register_tile(k["reg64x64x8_4x4"]),
             diagrams.pitched_rows(k["tiled_ld16"], 1001, {"packed": 1, "128 B": 32}),
             diagrams.warp_tiles(async_tile()), diagrams.pipeline(async_tile(STAGES=3))]

@@ -74,7 +74,7 @@ def test_readable_tables_round_for_a_reader_and_label_kernels():
     out = readable(df)
     assert list(out.index) == ["naive 16x16", "cuBLAS"]
     assert list(out.columns) == ["GFLOP/s", "% of cuBLAS", "relative error", "other"]
-    assert out["GFLOP/s"].tolist() == [6572, 50812]
+    assert out["GFLOP/s"].tolist() == ["6,572", "50,812"]
     assert out["% of cuBLAS"].tolist() == [12.9, 100.0]
     assert out["relative error"].tolist() == ["1.2e-07", "3.1e-07"]
     assert out["other"].tolist() == ["0.000123", "64,912"]

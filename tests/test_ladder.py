@@ -90,3 +90,10 @@ def test_writers_save_nothing_where_saving_is_off(tmp_path, monkeypatch):
     assert not any(tmp_path.iterdir())
     with pytest.raises(RuntimeError, match="saved only on a GPU with saving on"):
         results._save(pd.DataFrame({"x": [1]}), "00_anything")
+
+
+def test_the_landing_page_has_its_ladder_figure():
+    """intro.md shows results/ladder.png, which `python -m book.ladder` draws from results/."""
+    from pathlib import Path
+    assert ladder.FIGURE.is_file() and ladder.FIGURE.stat().st_size > 10_000
+    assert "results/ladder.png" in (Path(ladder.README).parent / "intro.md").read_text()

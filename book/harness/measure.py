@@ -193,20 +193,23 @@ def add_cublas_share(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> pd.DataFrame:
-    """'ok' or 'FAILED' for every kernel (rows) at every (M, N, K) (columns); nothing timed.
+    """'ok' or 'FAILED' for every kernel (rows, by label) at every (M, N, K) (columns); nothing
+    timed.
 
     The table holds no error values, so it reads the same on every backend and GPU.
     """
     from .check import random_inputs, relative_error, run_matmul
+    labels = [s.label for s in specs]
+    names = [s.label if labels.count(s.label) == 1 else s.id for s in specs]  # rows by label
     table = {}
     for M, N, K in sizes:
         a, b = random_inputs(M, N, K, seed=seed + M + N + K)
         ref = a.astype(np.float64) @ b.astype(np.float64)
         table[f"{M}x{N}x{K}"] = {
-            s.id: "skipped" if s.why_not_here() else
+            name: "skipped" if s.why_not_here() else
             "ok" if relative_error(run_matmul(s, a, b), ref) < tolerance else "FAILED"
-            for s in specs}
-    return pd.DataFrame(table)
+            for name, s in zip(names, specs)}
+    return pd.DataFrame(table).rename_axis("kernel")
 
 
 def timing_pitfalls(spec, n: int) -> pd.DataFrame:

@@ -7,9 +7,19 @@ from ..launch.cuda_source import resolve
 from .device import device_report
 
 
-def show_device() -> pd.DataFrame:
-    """The device report as a one-column table."""
-    return pd.DataFrame({"value": pd.Series(device_report(), dtype=object)})
+def show_device(full: bool = False):
+    """The device this chapter runs on, in one line (``full``: the whole report as a table)."""
+    d = device_report()
+    if full:
+        return pd.DataFrame({"value": pd.Series(d, dtype=object)})
+    from IPython.display import Markdown
+    if d["backend"] == "gpu":
+        what = (f"**{d['name']}** (compute capability {d['compute_capability']}, {d['sms']} SMs, "
+                f"{d['memory_gib']} GiB), driver {d['driver']}, CUDA runtime {d['cuda_runtime']}, "
+                f"CuPy {d['cupy']}")
+    else:
+        what = "**the CPU emulator** (no GPU: small sizes; figures show results recorded on a GPU)"
+    return Markdown(f"Running on {what}; host {d['host_cpu']}, {d['cpu_cores']} cores.")
 
 
 def show_source(filename: str):

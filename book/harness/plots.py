@@ -33,9 +33,10 @@ def family_styles(chapters) -> list[dict]:
         k = seen[ch] = seen.get(ch, -1) + 1
         name, color = FAMILIES.get(ch, ("", "#17becf"))
         rgb = np.array(to_rgb(color))
-        shade = (-0.3, 0.25, -0.55, 0.45)[k % 4] if k else 0.0  # darker / lighter, alternating
+        shade = (0.0, -0.35, 0.4, -0.2, 0.6, -0.5)[k % 6]  # darker / lighter, never black or white
         rgb = rgb * (1 + shade) if shade < 0 else rgb + (1 - rgb) * shade
-        out.append({"color": tuple(rgb), "marker": MARKERS[k % len(MARKERS)]})
+        out.append({"color": tuple(rgb), "marker": MARKERS[k % len(MARKERS)],
+                    "ls": ("-", "--", "-.", ":")[k % 4]})
     return out
 
 
@@ -75,7 +76,7 @@ def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: 
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title if fig is None else f"{title}\n{_source(df)}", fontsize=10)
-        ax.legend(loc="lower right")
+        ax.legend(loc="lower right" if logy else "best")
         if fig is not None:
             plt.close(fig)
     return fig
@@ -84,7 +85,7 @@ def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: 
 def perf_and_bandwidth_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None):
     """GFLOP/s (left) and effective bandwidth in GB/s (right, column 'gbps') against size."""
     with plt.rc_context(STYLE):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+        fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.4), sharex=True)
         perf_plot(df, title="GFLOP/s", ceilings=ceilings, ax=left)
         perf_plot(df[df.kernel != "cublas"], title="effective bandwidth: bytes the threads ask for / time",
                   ceilings=ceilings, y="gbps", ylabel="GB/s", ax=right)

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .tables import significant
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
@@ -28,4 +30,4 @@ def beside_source003(df: pd.DataFrame, table: str = "naive") -> pd.DataFrame:
     ours = ours.reindex(columns=[c for c in src.columns if c in ours.columns])
     both = pd.concat({"source 003 (published)": src, "ours (measured)": ours}, axis=1)
     both.index.name = "n"
-    return both.round(1)
+    return both.map(significant)

@@ -3,7 +3,8 @@
 :func:`readable` is the one helper every chapter's results table goes through. Known columns get
 a header with their unit and a rounding (GFLOP/s and GB/s as integers, percentages to one
 decimal, errors to two significant digits); any other float column keeps three significant
-digits. Rows indexed by kernel id are relabelled with the kernel's label.
+digits. Rows indexed by kernel id are relabelled with the kernel's label (from a ``label``
+column, or ``labels=book.registry.LABELS``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,19 @@ COLUMNS = {
     "fp32_fma_peak": "FP32 FMA peak (GFLOP/s)",
     "copy_bandwidth": "copy bandwidth (GB/s)",
     "cublas_sgemm": "cuBLAS SGEMM (GFLOP/s)",
+    "requested_bytes_per_fma": "bytes requested / FMA (model)",
+    "l1_sector_bytes_per_fma": "L1 sector bytes / FMA (model)",
+    "ai_dram": "FLOP / DRAM byte",
+    "ai_l2": "FLOP / L2 byte",
+    "pct_of_roof": "% of the roofline",
+    "blocks_per_sm": "blocks / SM",
+    "limited_by": "limited by",
+    "spill_stores": "spill stores",
+    "shared_bytes": "shared bytes / block",
+    "row_bytes": "row (bytes)",
+    "pitch_texture_alignment": "pitch, texturePitchAlignment (bytes)",
+    "pitch_cuMemAllocPitch": "pitch, cuMemAllocPitch (bytes)",
+    "row_starts_on_128B": "rows start on 128 B",
 }
 """Raw column name -> header with its unit."""
 
@@ -52,7 +66,7 @@ def _format(column: pd.Series, kind: str) -> pd.Series:
     if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return column
     if kind == "integer":
-        return column.round(0).astype("Int64")
+        return column.map(lambda x: f"{x:,.0f}" if np.isfinite(x) else "--")
     if kind == "percent":
         return column.round(1)
     if kind == "error":
@@ -75,7 +89,7 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
         if labels:
             out.index = [labels.get(k, k) for k in out.index]
             out.index.name = "kernel"
-    out = out.rename(columns=COLUMNS)
+    out = out.rename(columns=COLUMNS).rename_axis(columns=None)
     for name in out.columns:
         out[name] = _format(out[name], _kind(str(name)))
     return out

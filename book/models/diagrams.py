@@ -104,29 +104,31 @@ def sector_layout(spec, M: int, N: int, K: int, k: int = 0) -> dict:
             "A sectors": int(sectors(a, active)[0]), "B sectors": int(sectors(b, active)[0])}
 
 
-def sector_map(spec, M: int = 32, N: int = 32, K: int = 32, k: int = 0):
-    """A and B as they lie in memory (8 floats = one 32-byte sector per cell of the grid):
-    the floats warp 0 reads at step k, and the sectors it touches."""
-    lay = sector_layout(spec, M, N, K, k)
+def sector_map(*specs, M: int = 32, N: int = 32, K: int = 32, k: int = 0):
+    """A and B as they lie in memory (each band of 8 floats one 32-byte sector), one row of
+    panels per kernel: the floats warp 0 reads at step k, and the sectors it touches."""
     per = SECTOR_BYTES // FLOAT
+    colors = plt.matplotlib.colors.ListedColormap(["white", "#fdd0a2", HIGHLIGHT])
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4.2))
-        for ax, name, cols, rows in ((axes[0], "A", K, M), (axes[1], "B", N, K)):
-            floats = lay[name]
-            grid = np.zeros((rows, cols))
-            grid.flat[np.unique(floats // per * per)[:, None] + np.arange(per)] = 1  # sectors
-            grid.flat[floats] = 2
-            _cells(ax, rows, cols, f"{name} ({rows} x {cols}, row-major): "
-                                   f"{lay[name + ' sectors']} sector(s)")
-            ax.imshow(grid, cmap=plt.matplotlib.colors.ListedColormap(["white", "#fdd0a2", HIGHLIGHT]),
-                      vmin=0, vmax=2, extent=(0, cols, rows, 0), interpolation="nearest")
-            for x in range(0, cols + 1, per):
-                ax.axvline(x, color="0.6", lw=0.6)
-            for y in range(rows + 1):
-                ax.axhline(y, color="0.85", lw=0.3)
-        fig.suptitle(f"{spec.label}: warp 0 at k = {k} (red: floats read; orange: the rest of "
-                     "each 32-byte sector touched)", fontsize=9.5)
-        fig.tight_layout()
+        fig, axes = plt.subplots(len(specs), 2, figsize=(8, 3.9 * len(specs)), squeeze=False)
+        for row, spec in zip(axes, specs):
+            lay = sector_layout(spec, M, N, K, k)
+            for ax, name, cols, rows in ((row[0], "A", K, M), (row[1], "B", N, K)):
+                floats = lay[name]
+                grid = np.zeros((rows, cols))
+                grid.flat[np.unique(floats // per * per)[:, None] + np.arange(per)] = 1
+                grid.flat[floats] = 2
+                _cells(ax, rows, cols, f"{spec.label}\n{name} ({rows} x {cols}, row-major): "
+                                       f"{lay[name + ' sectors']} sector(s)")
+                ax.imshow(grid, cmap=colors, vmin=0, vmax=2, extent=(0, cols, rows, 0),
+                          interpolation="nearest")
+                for x in range(0, cols + 1, per):
+                    ax.axvline(x, color="0.6", lw=0.6)
+                for y in range(rows + 1):
+                    ax.axhline(y, color="0.85", lw=0.3)
+        fig.suptitle(f"warp 0 at k = {k}: red, the floats it reads; orange, the rest of each "
+                     "32-byte sector it touches", fontsize=9.5)
+        fig.tight_layout(rect=(0, 0, 1, 0.97))
         plt.close(fig)
     return fig
 
@@ -178,25 +180,28 @@ def bank_layout(spec, warp: int = 0) -> dict:
             "row_words": t + _defines(spec).get("PAD", 0), "rows": t}
 
 
-def bank_map(spec, warp: int = 0):
-    """The shared A tile as words coloured by bank; the lanes of one warp's store written in."""
-    lay = bank_layout(spec, warp)
-    rows, width = lay["rows"], lay["row_words"]
+def bank_map(*specs, warp: int = 0):
+    """The shared A tile of each kernel as words coloured by bank, side by side; the lanes of
+    one warp's store written in where they store."""
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8.5, 8.5 * rows / width + 0.9))
-        _cells(ax, rows, width, f"{spec.label}: the A tile in shared memory, [{rows}][{width}] words, "
-                                 f"coloured by bank (word % 32);\nnumbers: the lanes of warp {warp}"
-                                 f" storing there, {lay['degree']}-way conflict"
-                                 f"{' (dashed: the padding column)' if width > rows else ''}")
-        banks = (np.arange(rows * width) % BANKS).reshape(rows, width)
-        ax.imshow(banks, cmap="hsv", vmin=0, vmax=BANKS, alpha=0.35, extent=(0, width, rows, 0),
-                  interpolation="nearest")
-        for lane, word in enumerate(lay["words"]):
-            r, c = divmod(int(word), width)
-            ax.text(c + 0.5, r + 0.5, str(lane), ha="center", va="center", fontsize=6.5)
-            _box(ax, c, r, 1, 1, ec="k", lw=0.8)
-        if width > rows:
-            ax.axvline(rows, color="k", lw=1.5, ls="--")
+        fig, axes = plt.subplots(1, len(specs), figsize=(4.6 * len(specs), 5.2), squeeze=False)
+        for ax, spec in zip(axes[0], specs):
+            lay = bank_layout(spec, warp)
+            rows, width = lay["rows"], lay["row_words"]
+            _cells(ax, rows, width, f"{spec.label}\n[{rows}][{width}] words; warp {warp}'s store: "
+                                    f"{lay['degree']}-way")
+            banks = (np.arange(rows * width) % BANKS).reshape(rows, width)
+            ax.imshow(banks, cmap="hsv", vmin=0, vmax=BANKS, alpha=0.35,
+                      extent=(0, width, rows, 0), interpolation="nearest")
+            for lane, word in enumerate(lay["words"]):
+                r, c = divmod(int(word), width)
+                ax.text(c + 0.5, r + 0.5, str(lane), ha="center", va="center", fontsize=5.5)
+                _box(ax, c, r, 1, 1, ec="k", lw=0.8)
+            if width > rows:
+                ax.axvline(rows, color="k", lw=1.5, ls="--")
+        fig.suptitle("The A tile in shared memory, coloured by bank (word % 32); numbers: the "
+                     "lane storing each word (dashed: the padding column)", fontsize=9.5)
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
         plt.close(fig)
     return fig
 
@@ -225,12 +230,13 @@ def register_tile(spec, thread: int = 0):
             "width_ratios": [bk, bn], "height_ratios": [bk, bm]})
         grid[0, 0].axis("off")
         a, b, c = grid[1, 0], grid[0, 1], grid[1, 1]
-        _cells(a, bm, bk, "As (A tile)")
+        _cells(a, bm, bk, f"As ({bk} x {bm},\nk-major)")
         _cells(b, bk, bn, f"Bs (B tile, {bk} x {bn})")
         _cells(c, bm, bn, f"C tile, {bm} x {bn}: {lay['threads']} threads of "
                           f"{lay['TM']} x {lay['TN']}")
-        c.imshow(lay["owner"] % 2 + (lay["owner"] // (bn // lay["TN"])) % 2, cmap="Greys", vmin=0,
-                 vmax=5, extent=(0, bn, bm, 0), interpolation="nearest")
+        per_row = bn // lay["TN"]
+        checker = (lay["owner"] // per_row + lay["owner"] % per_row) % 2  # thread tiles alternate
+        c.imshow(checker, cmap="Greys", vmin=0, vmax=4, extent=(0, bn, bm, 0), interpolation="nearest")
         r0, c0 = lay["a_rows"][0], lay["b_cols"][0]
         _box(c, c0, r0, lay["TN"], lay["TM"], fill=True, fc=HIGHLIGHT, ec=HIGHLIGHT)
         _box(a, 0, 0, bk, bm, ec="0.5")
@@ -260,7 +266,8 @@ def pitched_rows(spec, n: int, layouts: dict[str, int], rows: int = 8):
     offset within a 128-byte line, with the 32-byte sector boundaries."""
     width = _defines(spec).get("TILE", WARP)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(layouts), figsize=(4.2 * len(layouts), 3.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(layouts), figsize=(min(10.0, 3.6 * len(layouts)), 3.6),
+                                 squeeze=False)
         for ax, (name, align) in zip(axes[0], layouts.items()):
             ld = padded_length(n, align)
             lay = pitch_layout(n, ld, width, rows)
