@@ -337,14 +337,24 @@ def variant(spec: KernelSpec, **changes) -> KernelSpec:
                    defines=tuple(d.items()), block=block, tile=tile)
 
 
+def _occurrences(text: str, old: str) -> list[int]:
+    found, at = [], text.find(old)
+    while at >= 0:
+        found.append(at)
+        at = text.find(old, at + 1)
+    return found
+
+
 def edited(spec: KernelSpec, old: str, new: str) -> KernelSpec:
-    """``spec`` with the first ``old`` text in its kernel function (else the first in its file)
-    replaced by ``new`` -- a chapter's "try it": change one line, then check the result. The
+    """``spec`` with the first ``old`` text of code (not of a ``//`` comment) in its kernel
+    function -- else the first in its file, as in a helper it calls -- replaced by ``new`` -- a chapter's "try it": change one line, then check the result. The
     edited source is written to a temporary file; ``book/kernels/`` is not touched."""
     path = resolve(spec.source)
     text = path.read_text()
-    at = text.find(old, max(text.find(f" {spec.name}("), 0))
-    at = text.find(old) if at < 0 else at
+    code = [i for i in _occurrences(text, old)
+            if "//" not in text[text.rfind("\n", 0, i) + 1:i]]  # not inside a // comment
+    start = text.find(f" {spec.name}(")
+    at = next((i for i in code if start >= 0 and i > start), code[0] if code else -1)
     if at < 0:
         raise KernelSourceError(f"{path.name}: {old!r} is not in it; copy the text exactly as "
                                 f"show_source({spec.source!r}) prints it")

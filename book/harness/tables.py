@@ -39,6 +39,9 @@ COLUMNS = {
     "pitch_texture_alignment": "pitch, texturePitchAlignment (bytes)",
     "pitch_cuMemAllocPitch": "pitch, cuMemAllocPitch (bytes)",
     "row_starts_on_128B": "rows start on 128 B",
+    "per_lds": "conflicts / LDS",
+    "per_sts": "conflicts / STS",
+    "per_cp_async": "conflicts / cp.async",
 }
 """Raw column name -> header with its unit."""
 

@@ -110,7 +110,7 @@ def accuracy_plot(df: pd.DataFrame, *, title: str, threshold: float | None = Non
     """Relative error against K, one panel per input kind; dashed lines: compiled --fmad=false."""
     with plt.rc_context(STYLE):
         kinds = list(dict.fromkeys(df.kind))
-        fig, axes = plt.subplots(1, len(kinds), figsize=(12, 4.6), sharey=True, squeeze=False)
+        fig, axes = plt.subplots(1, len(kinds), figsize=(9, 4.4), sharey=True, squeeze=False)
         colors = {}
         for ax, kind in zip(axes[0], kinds):
             for (kernel, fmad), d in df[df.kind == kind].groupby(["kernel", "fmad"], sort=False):

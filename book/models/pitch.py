@@ -128,8 +128,8 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
     ok = df[df.status == "ok"]
     kernels = list(dict.fromkeys(ok.kernel))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(kernels), figsize=(12, 4.4), squeeze=False)
-        for ax, kernel in zip(axes[0], kernels):
+        fig, axes = plt.subplots(len(kernels), 1, figsize=(7.5, 3.9 * len(kernels)), squeeze=False)
+        for ax, kernel in zip(axes[:, 0], kernels):
             d = ok[ok.kernel == kernel]
             for i, (layout, g) in enumerate(d.groupby("layout", sort=False)):
                 q = g.groupby("M").gflops
