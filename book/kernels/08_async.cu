@@ -38,7 +38,12 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
     const int tid = threadIdx.x, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const WarpPlace place = warp_place();
     float acc[WMITER * TM][WNITER * TN] = {};
-    const int tiles = CEIL_DIV(K, BK);
+    // Split-K (chapter 10): block z computes the tiles t0 .. t0 + tiles - 1 of K and stores its
+    // partial sums in slice z of C (gridDim.z slices of M x N; a reduction adds them). Launched
+    // with gridDim.z = 1, as in this chapter, it computes all of K straight into C.
+    const int all = CEIL_DIV(K, BK), per = CEIL_DIV(all, (int)gridDim.z);
+    const int t0 = blockIdx.z * per, tiles = min(per, all - t0);
+    C += (long long)blockIdx.z * M * N;
 
     // This thread's pieces of every tile: A rows ra + l * A_STEP at column ca (k), B rows
     // rb + l * B_STEP at columns cb .. cb + 3. Where the block's tiles lie wholly inside the
@@ -68,10 +73,14 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
         for (int l = 0; l < B_COPIES; ++l)
             copy16(&Bs[s][rb + l * B_STEP][cb], B, k0 + rb + l * B_STEP, n0 + cb, K, N);
     };
+    if (tiles <= 0) {  // an empty slice of K (the host avoids them): its partial sums are zero
+        warp_tile_store(C, M, N, m0, n0, acc, place);
+        return;
+    }
 
 #pragma unroll
     for (int t = 0; t < STAGES - 1; ++t) {  // fill all stages but one
-        if (t < tiles) copy_tile(t, t);
+        if (t < tiles) copy_tile(t, t0 + t);
         commit();
     }
     wait_groups<STAGES - 2>();  // tile 0 has landed
@@ -80,7 +89,7 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
     load_fragments(a[0], b[0], As[0], Bs[0], 0, place);
     for (int t = 0; t < tiles; ++t) {
         const int s = t % STAGES, next = t + STAGES - 1;
-        if (next < tiles) copy_tile(next % STAGES, next);  // into tile t - 1's stage, read by all
+        if (next < tiles) copy_tile(next % STAGES, t0 + next);  // into tile t - 1's stage
         commit();                   // an empty group near the end keeps the count uniform
 #pragma unroll
         for (int k = 0; k < BK; ++k) {

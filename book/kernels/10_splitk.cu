@@ -1,0 +1,20 @@
+// 10_splitk.cu -- chapter 10: the reduction after a split-K launch.
+//
+// Idea: with few output tiles and a long K, one block per tile of C leaves most SMs idle. Split-K
+//   launches SPLITS blocks per tile, each summing one slice of K into its own M x N slice of a
+//   workspace W (08_async.cu with gridDim.z = SPLITS); this kernel then adds the slices into C.
+// Cost: the workspace is written and read once, SPLITS * M * N floats each way -- small beside
+//   the 2 M N K FLOPs whenever K is large against SPLITS.
+// Launch: any grid and block; every thread takes a grid-stride share of the M * N outputs.
+#include "common.cuh"
+
+extern "C" __global__ void splitk_reduce(const float* __restrict__ W, float* __restrict__ C,
+                                         int M, int N, int splits) {
+    const long long total = (long long)M * N;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int z = 0; z < splits; ++z) sum += W[z * total + i];
+        C[i] = sum;
+    }
+}
