@@ -14,5 +14,15 @@ from .launch.cuda_source import KernelSourceError
 from .launch.runtime import (BACKEND, Kernel, KernelCompileError, LaunchError, device_limits,
                       load_kernel, synchronize, to_device, to_host, xp)
 
-__all__ = ["BACKEND", "Kernel", "KernelCompileError", "KernelSourceError", "LaunchError",
+
+
+def __getattr__(name: str):
+    """``book.sgemm``: the book's own SGEMM (chapter 9), imported on first use."""
+    if name == "sgemm":
+        from .gemm import sgemm
+        return sgemm
+    raise AttributeError(f"module 'book' has no attribute {name!r}")
+
+
+__all__ = ["sgemm", "BACKEND", "Kernel", "KernelCompileError", "KernelSourceError", "LaunchError",
            "device_limits", "load_kernel", "synchronize", "to_device", "to_host", "xp"]

@@ -1,4 +1,4 @@
-"""Chapter 9's summary: read from the results files, never typed in."""
+"""Chapter 10's summary: read from the results files, never typed in."""
 import pandas as pd
 import pytest
 
@@ -75,7 +75,7 @@ def test_chapter_9_notebook_runs_against_a_partial_results_folder(tmp_path, monk
     _partial_results(tmp_path)
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("BOOK_BACKEND", "cpu")
-    nb = nbformat.read(ROOT / "notebooks" / "09_ladder.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / "10_ladder.ipynb", as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)

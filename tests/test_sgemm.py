@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from book import LaunchError, to_device, to_host, xp
-from book import sgemm as S
+from book import gemm as S
 from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
 from book.harness.measure import check_kernels
 

@@ -18,7 +18,8 @@ CEILING_STYLE = {"fp32_fma_peak": ("FP32 FMA peak (measured)", "--", "bottom", "
 FAMILIES = {0: ("cuBLAS", "#000000"), 1: ("CPU loop", "#7f7f7f"), 2: ("naive", "#1f77b4"),
             3: ("coalescing", "#ff7f0e"), 4: ("shared-memory tiles", "#2ca02c"),
             5: ("bank conflicts", "#d62728"), 6: ("register tiles", "#9467bd"),
-            7: ("Kahan, pitched rows", "#8c564b"), 8: ("toward cuBLAS", "#e377c2")}
+            7: ("Kahan, pitched rows", "#8c564b"), 8: ("toward cuBLAS", "#e377c2"),
+            9: ("every shape", "#17becf")}
 """Kernel families -- the chapter that introduces a kernel (0: the library) -- and the one colour
 each has in every figure of the book."""
 MARKERS = "osD^vPX*"

@@ -19,6 +19,9 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef SPLITK
+#define SPLITK 0  // 1: blockIdx.z picks a slice of K (chapter 9); 0 keeps the loop bounds constant
+#endif
 #define A_COPIES (BM * BK / THREADS)      // floats of A each thread copies per tile
 #define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte pieces of B
 #define STAGES_BYTES (STAGES * BK * (BM + PAD + BN) * 4)  // dynamic shared memory
@@ -38,12 +41,15 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
     const int tid = threadIdx.x, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const WarpPlace place = warp_place();
     float acc[WMITER * TM][WNITER * TN] = {};
-    // Split-K (chapter 10): block z computes the tiles t0 .. t0 + tiles - 1 of K and stores its
-    // partial sums in slice z of C (gridDim.z slices of M x N; a reduction adds them). Launched
-    // with gridDim.z = 1, as in this chapter, it computes all of K straight into C.
+#if SPLITK
+    // Split-K (chapter 9): block z computes the tiles t0 .. t0 + tiles - 1 of K and stores its
+    // partial sums in slice z of C (gridDim.z slices of M x N; a reduction adds them).
     const int all = CEIL_DIV(K, BK), per = CEIL_DIV(all, (int)gridDim.z);
     const int t0 = blockIdx.z * per, tiles = min(per, all - t0);
     C += (long long)blockIdx.z * M * N;
+#else
+    const int t0 = 0, tiles = CEIL_DIV(K, BK);  // this chapter: all of K, straight into C
+#endif
 
     // This thread's pieces of every tile: A rows ra + l * A_STEP at column ca (k), B rows
     // rb + l * B_STEP at columns cb .. cb + 3. Where the block's tiles lie wholly inside the
@@ -73,10 +79,12 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
         for (int l = 0; l < B_COPIES; ++l)
             copy16(&Bs[s][rb + l * B_STEP][cb], B, k0 + rb + l * B_STEP, n0 + cb, K, N);
     };
+#if SPLITK
     if (tiles <= 0) {  // an empty slice of K (the host avoids them): its partial sums are zero
         warp_tile_store(C, M, N, m0, n0, acc, place);
         return;
     }
+#endif
 
 #pragma unroll
     for (int t = 0; t < STAGES - 1; ++t) {  // fill all stages but one

@@ -1,13 +1,13 @@
-"""The book's own FP32 SGEMM (chapter 10): one call for any shape, the kernel chosen per shape.
+"""The book's own FP32 SGEMM (chapter 9): ``book.sgemm(A, B)`` for any shape, a plan per shape.
 
 ``sgemm(A, B)`` multiplies float32 matrices of any M, N, K >= 1 with chapter 8's cp.async kernel
 (``08_async.cu``) in the configuration and split-K count that a tuning run on this GPU found
 fastest for the nearest shape of the suite. Split-K launches ``splits`` blocks per tile of C,
-each over one slice of K into a workspace, and adds the slices with ``10_splitk.cu``.
+each over one slice of K into a workspace, and adds the slices with ``09_splitk.cu``.
 
-    python -m book.sgemm --tune      # on a GPU: check and time every plan on every suite shape,
-                                     # save the fastest per shape (results/<gpu>/10_sgemm_plans.csv)
-    python -m book.sgemm --suite     # book.sgemm against cuBLAS on the suite (10_sgemm_suite.csv)
+    python -m book.gemm --tune      # on a GPU: check and time every plan on every suite shape,
+                                     # save the fastest per shape (results/<gpu>/09_sgemm_plans.csv)
+    python -m book.gemm --suite     # book.sgemm against cuBLAS on the suite (09_sgemm_suite.csv)
 
 Every plan is checked before it is timed (``book.harness.measure.sweep``); where no tuned table
 exists for this GPU (or on the CPU emulator) a default plan is used and the function says so once.
@@ -49,7 +49,7 @@ SUITE = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192
 CPU_SUITE = [(64, 64, 64), (33, 17, 65), (16, 16, 600), (96, 40, 8), (130, 70, 33)]
 """Small shapes of the same kinds for the CPU emulator (timings there mean nothing)."""
 
-PLANS_FILE, SUITE_FILE, CANDIDATES_FILE = "10_sgemm_plans", "10_sgemm_suite", "10_sgemm_candidates"
+PLANS_FILE, SUITE_FILE, CANDIDATES_FILE = "09_sgemm_plans", "09_sgemm_suite", "09_sgemm_candidates"
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,11 @@ class Plan:
 
     config: str
     splits: int = 1
-    chapter = 10
+    chapter = 9
 
     @property
     def spec(self) -> KernelSpec:
-        return _spec(self.config)
+        return _spec(self.config, self.splits > 1)
 
     @property
     def id(self) -> str:
@@ -81,7 +81,7 @@ class Plan:
         why = spec.why_not_here()
         if why:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
-        kernel = _compiled(self.config)[1]
+        kernel = _compiled(self.config, self.splits > 1)[1]
         spec.row_lengths(A, B, C, M, N, K)  # shapes checked with the launch API's errors
         tiles = ceil_div(K, dict(spec.defines)["BK"])
         splits = 1 if self.config == FALLBACK else ceil_div(tiles, ceil_div(tiles, min(self.splits, tiles)))
@@ -97,21 +97,25 @@ class Plan:
 
 
 @lru_cache(maxsize=None)
-def _compiled(config: str):
+def _compiled(config: str, split: bool = False):
     """(spec, compiled kernel) of a configuration, built once: a launch then costs no host work
     beyond the launch itself. Called only where the device can run the configuration."""
-    spec = _spec(config)
+    spec = _spec(config, split)
     return spec, spec.kernel()
 
 
 @lru_cache(maxsize=None)
-def _spec(config: str) -> KernelSpec:
-    return warptile() if config == FALLBACK else async_tile(**CONFIGS[config])
+def _spec(config: str, split: bool = False) -> KernelSpec:
+    """The kernel of a configuration; ``split``: compiled with SPLITK = 1 (blockIdx.z takes a
+    slice of K), which costs the one-slice launch a few percent, so only split plans use it."""
+    if config == FALLBACK:
+        return warptile()
+    return async_tile(**CONFIGS[config], **({"SPLITK": 1} if split else {}))
 
 
 @lru_cache(maxsize=1)
 def _reducer():
-    return load_kernel("10_splitk.cu", "splitk_reduce")
+    return load_kernel("09_splitk.cu", "splitk_reduce")
 
 
 DEFAULT = Plan("128x256")
@@ -133,9 +137,22 @@ def candidates(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
     return plans
 
 
+_PLANS: list = [None]  # plans set in this process (use_plans), before any saved table
+
+
+def use_plans(plans: pd.DataFrame | None) -> None:
+    """Make ``sgemm`` dispatch with these plans (a tuning run's first table) in this process."""
+    _PLANS[0] = plans
+    _table.cache_clear()
+    plan_for.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def _table() -> pd.DataFrame | None:
-    """This GPU's tuned plans (None on the CPU or where no tuning run was saved for it)."""
+    """The plans in use: set by ``use_plans``, else this GPU's saved tuning run (None on the CPU
+    or where none was saved for this GPU)."""
+    if _PLANS[0] is not None:
+        return _PLANS[0]
     if BACKEND != "gpu":
         return None
     from .harness.device import device_report, gpu_slug
@@ -183,7 +200,7 @@ def sgemm(A, B, out=None):
 class BookSgemm:
     """``sgemm`` as a pseudo-kernel for ``sweep``: its rows carry the id ``book_sgemm``."""
 
-    id, label, chapter = "book_sgemm", "book.sgemm (tuned per shape)", 10
+    id, label, chapter = "book_sgemm", "book.sgemm (tuned per shape)", 9
 
     @staticmethod
     def why_not_here():
@@ -194,9 +211,9 @@ class BookSgemm:
         sgemm(A, B, out=C)
 
 
-def tune(shapes=None, progress: bool = True) -> pd.DataFrame:
-    """Check and time every candidate plan on every shape (cuBLAS beside it); one row per shape
-    with the fastest checked plan."""
+def tune(shapes=None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Check and time every candidate plan on every shape (cuBLAS beside it). Returns the plans
+    (one row per shape: the fastest checked plan) and every candidate's measurement."""
     from .harness.device import device_report
     shapes = shapes or (SUITE if BACKEND == "gpu" else CPU_SUITE)
     sms = device_report().get("sms", 132)
@@ -214,8 +231,7 @@ def tune(shapes=None, progress: bool = True) -> pd.DataFrame:
         if progress:
             print(f"{shape}: {config}, split-K {splits}: {best.pct_of_cublas:.1f}% of cuBLAS",
                   flush=True)
-    results.keep(pd.concat(every, ignore_index=True), CANDIDATES_FILE)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), pd.concat(every, ignore_index=True)
 
 
 def suite(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
@@ -276,13 +292,76 @@ def summary(suite_df: pd.DataFrame) -> dict:
             "at 8192^3 (%)": float(pct.get((8192, 8192, 8192), np.nan))}
 
 
+def suite_table(suite_df: pd.DataFrame, plans: pd.DataFrame) -> pd.DataFrame:
+    """One GPU's suite, one row per shape: the plan ``book.sgemm`` ran (from that GPU's
+    ``plans``), its GFLOP/s and cuBLAS's, and the ratio (medians of the interleaved rounds)."""
+    book = suite_df[suite_df.kernel == BookSgemm.id].set_index(["M", "N", "K"])
+    cublas = suite_df[suite_df.kernel == "cublas"].set_index(["M", "N", "K"]).gflops
+    return pd.DataFrame({
+        "plan": [_plan_label(plans, shape) for shape in book.index],
+        "book.sgemm GFLOP/s": book.gflops.to_numpy(),
+        "cuBLAS GFLOP/s": cublas.reindex(book.index).to_numpy(),
+        "% of cuBLAS": book.pct_of_cublas.to_numpy()},
+        index=pd.Index([f"{m} x {n} x {k}" for m, n, k in book.index], name="M x N x K"))
+
+
+def _plan_label(plans: pd.DataFrame, shape) -> str:
+    row = plans[(plans.M == shape[0]) & (plans.N == shape[1]) & (plans.K == shape[2])]
+    return Plan(row.config.iloc[0], int(row.splits.iloc[0])).label if len(row) else "--"
+
+
+def recorded_suites(live: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """Every GPU's recorded suite by device name, with ``live`` (this run) in place of its own."""
+    out = {}
+    for gpu in results.recorded_gpus():
+        try:
+            df = results.load(SUITE_FILE, gpu)
+        except FileNotFoundError:
+            continue
+        out[df.device.iloc[0]] = df
+    if live is not None and BACKEND == "gpu":
+        out[live.device.iloc[0]] = live
+    return dict(sorted(out.items()))
+
+
+def suite_plot(suites: dict[str, pd.DataFrame]):
+    """% of cuBLAS per suite shape, one bar per GPU; the goal's 100% and 90% as lines."""
+    import matplotlib.pyplot as plt
+
+    from .harness.plots import FAMILIES, STYLE
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(8.5, 6.5))
+        h = 0.8 / max(len(suites), 1)
+        for i, (device, df) in enumerate(suites.items()):
+            b = df[df.kernel == BookSgemm.id]
+            labels = [f"{m} x {n} x {k}" for m, n, k in zip(b.M, b.N, b.K)]
+            y = np.arange(len(b)) + i * h
+            ax.barh(y, b.pct_of_cublas, height=h, color=FAMILIES[9][1], alpha=1.0 - 0.45 * i,
+                    hatch=("", "///")[i % 2], label=device)
+            for yy, v in zip(y, b.pct_of_cublas):
+                ax.annotate(f"{v:.0f}", (v, yy), xytext=(2, 0), textcoords="offset points",
+                            va="center", fontsize=7.5)
+        ax.set_yticks(np.arange(len(b)) + h * (len(suites) - 1) / 2, labels, fontsize=8.5)
+        ax.set_ylim(len(b) - 0.1, -0.3)
+        for x, ls in ((100, "-"), (90, ":")):
+            ax.axvline(x, color="k", lw=1, ls=ls)
+        ax.set_xlabel("book.sgemm, % of the cuBLAS SGEMM timed beside it (median of interleaved rounds)")
+        ax.set_title("The book's SGEMM against cuBLAS on the suite (goal: 100% geometric mean, "
+                     "none below 90%)", fontsize=10)
+        ax.set_xlim(0, 135)
+        ax.legend(loc="upper right", fontsize=8.5)
+        ax.grid(axis="y", visible=False)
+        plt.close(fig)
+    return fig
+
+
 def main(argv: list[str]) -> int:
     pd.set_option("display.width", 200)
     if "--tune" in argv:
-        table = results.keep(tune(), PLANS_FILE)
-        print(table.to_string())
-        _table.cache_clear()
-        plan_for.cache_clear()
+        plans, every = tune()
+        results.keep(every, CANDIDATES_FILE)
+        print(results.keep(plans, PLANS_FILE).to_string())
+        use_plans(plans)
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
     return 0

@@ -1,4 +1,4 @@
-// 10_splitk.cu -- chapter 10: the reduction after a split-K launch.
+// 09_splitk.cu -- chapter 9: the reduction after a split-K launch.
 //
 // Idea: with few output tiles and a long K, one block per tile of C leaves most SMs idle. Split-K
 //   launches SPLITS blocks per tile, each summing one slice of K into its own M x N slice of a
