@@ -33,6 +33,11 @@ CONFIGS = {
     "128x128/4w": {"BN": 128, "THREADS": 128, "BK": 32, "STAGES": 2, "SERP": 0},
     "64x128": {"BM": 64, "BN": 128, "WM": 32, "WN": 64, "WNITER": 2, "THREADS": 128},
     "64x64": {"BM": 64, "BN": 64, "WM": 32, "WN": 32, "WNITER": 1, "THREADS": 128},
+    "256x128": {"BM": 256, "BN": 128, "WM": 64, "WN": 64},                # cuBLAS's tile shape
+    "128x256/3s": {"STAGES": 3},
+    "128x64": {"BN": 64, "WN": 32, "WNITER": 2, "THREADS": 128},
+    "64x128/3s": {"BM": 64, "BN": 128, "WM": 32, "WN": 64, "WNITER": 2, "THREADS": 128,
+                  "STAGES": 3},
 }
 """The dispatcher's candidate configurations of 08_async.cu (changes to ``registry.ASYNC``)."""
 
