@@ -86,7 +86,7 @@ class Plan:
         why = spec.why_not_here()
         if why:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
-        kernel = _compiled(self.config, self.splits > 1)[1]
+        kernel = _kernel(self.config, self.splits > 1)
         spec.row_lengths(A, B, C, M, N, K)  # shapes checked with the launch API's errors
         tiles = ceil_div(K, dict(spec.defines)["BK"])
         splits = 1 if self.config == FALLBACK else ceil_div(tiles, ceil_div(tiles, min(self.splits, tiles)))
@@ -102,11 +102,10 @@ class Plan:
 
 
 @lru_cache(maxsize=None)
-def _compiled(config: str, split: bool = False):
-    """(spec, compiled kernel) of a configuration, built once: a launch then costs no host work
+def _kernel(config: str, split: bool = False):
+    """The compiled kernel of a configuration, built once: a launch then costs no host work
     beyond the launch itself. Called only where the device can run the configuration."""
-    spec = _spec(config, split)
-    return spec, spec.kernel()
+    return _spec(config, split).kernel()
 
 
 @lru_cache(maxsize=None)
@@ -132,8 +131,8 @@ def candidates(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
     """The plans the tuner tries for one shape: every configuration without split-K, and split-K
     for configurations whose tiles of C are fewer than two waves of ``sms`` blocks."""
     plans = []
-    for name, changes in CONFIGS.items():
-        spec = async_tile(**changes)
+    for name in CONFIGS:
+        spec = _spec(name)
         blocks = math.prod(spec.grid(M, N))
         k_tiles = ceil_div(K, dict(spec.defines)["BK"])
         for s in SPLITS:
@@ -224,18 +223,18 @@ def tune(shapes=None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame
     sms = device_report().get("sms", 132)
     rows, every = [], []
     for shape in shapes:
-        df = sweep(candidates(*shape, sms=sms), [shape], progress=progress)
+        plans = {p.id: p for p in candidates(*shape, sms=sms)}
+        df = sweep(list(plans.values()), [shape], progress=progress)
         every.append(df)
         ok = df[(df.status == "ok") & (df.kernel != "cublas")]
         best = ok.loc[ok.gflops.idxmax()]
-        config, splits = best.kernel.removeprefix("sgemm_").rsplit("_k", 1)
-        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "config": config,
-                     "splits": int(splits), "gflops": best.gflops,
+        plan = plans[best.kernel]
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "config": plan.config,
+                     "splits": plan.splits, "gflops": best.gflops,
                      "pct_of_cublas": best.pct_of_cublas, "plans_tried": len(ok),
                      "device": best.device, "date": best.date})
         if progress:
-            print(f"{shape}: {config}, split-K {splits}: {best.pct_of_cublas:.1f}% of cuBLAS",
-                  flush=True)
+            print(f"{shape}: {plan.label}: {best.pct_of_cublas:.1f}% of cuBLAS", flush=True)
     return pd.DataFrame(rows), pd.concat(every, ignore_index=True)
 
 
@@ -317,13 +316,7 @@ def _plan_label(plans: pd.DataFrame, shape) -> str:
 
 def recorded_suites(live: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """Every GPU's recorded suite by device name, with ``live`` (this run) in place of its own."""
-    out = {}
-    for gpu in results.recorded_gpus():
-        try:
-            df = results.load(SUITE_FILE, gpu)
-        except FileNotFoundError:
-            continue
-        out[df.device.iloc[0]] = df
+    out = results.load_every(SUITE_FILE)
     if live is not None and BACKEND == "gpu":
         out[live.device.iloc[0]] = live
     return dict(sorted(out.items()))

@@ -92,11 +92,5 @@ def load(gpu: str | None = None) -> dict[str, float]:
 
 def recorded() -> pd.DataFrame:
     """The ceilings recorded for every GPU under results/ (one row each; chapter 0 compares them)."""
-    rows = {}
-    for gpu in results.recorded_gpus():
-        try:
-            df = results.load(CHAPTER, gpu)
-        except FileNotFoundError:
-            continue
-        rows[df.attrs["device"]["name"]] = dict(zip(df.ceiling, df.value))
+    rows = {name: dict(zip(df.ceiling, df.value)) for name, df in results.load_every(CHAPTER).items()}
     return pd.DataFrame(rows).T.rename_axis("GPU").sort_index()

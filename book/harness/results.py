@@ -80,6 +80,18 @@ def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
     return df
 
 
+def load_every(chapter: str) -> dict[str, pd.DataFrame]:
+    """The recorded results of a chapter for every GPU that holds them, by device name."""
+    found = {}
+    for gpu in recorded_gpus():
+        try:
+            df = load(chapter, gpu)
+        except FileNotFoundError:
+            continue
+        found[df.attrs["device"]["name"]] = df
+    return dict(sorted(found.items()))
+
+
 def keep(df: pd.DataFrame, name: str, device: str | None = None) -> pd.DataFrame:
     """Stamp a table measured now with the device (this GPU, or ``device``, e.g. the host's CPU
     in chapter 1) and the date, and save it as results ``name`` where :func:`saving`; return it."""
