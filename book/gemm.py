@@ -14,6 +14,7 @@ exists for this GPU (or on the CPU emulator) a default plan is used and the func
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from dataclasses import dataclass
@@ -55,15 +56,19 @@ CPU_SUITE = [(64, 64, 64), (33, 17, 65), (16, 16, 600), (96, 40, 8), (130, 70, 3
 """Small shapes of the same kinds for the CPU emulator (timings there mean nothing)."""
 
 PLANS_FILE, SUITE_FILE, CANDIDATES_FILE = "09_sgemm_plans", "09_sgemm_suite", "09_sgemm_candidates"
+OVERHEAD_FILE = "09_sgemm_overhead"
 
 
 @dataclass(frozen=True)
 class Plan:
-    """One way to compute a shape: a configuration of 08_async.cu and a split-K count. It
-    launches like a registry entry, so ``sweep`` and ``check_kernels`` take it as they are."""
+    """One way to compute a shape: a configuration of 08_async.cu, a split-K count, and whether
+    to copy B into rows that start on 16-byte boundaries first (``pad_b``; only where B's rows do
+    not: N or ldb not a multiple of 4). It launches like a registry entry, so ``sweep`` and
+    ``check_kernels`` take it as they are."""
 
     config: str
     splits: int = 1
+    pad_b: bool = False
     chapter = 9
 
     @property
@@ -72,40 +77,100 @@ class Plan:
 
     @property
     def id(self) -> str:
-        return f"sgemm_{self.config}_k{self.splits}"
+        return f"sgemm_{self.config}_k{self.splits}" + ("_padb" if self.pad_b else "")
 
     @property
     def label(self) -> str:
-        return f"{self.config} tiles" + (f", split-K {self.splits}" if self.splits > 1 else "")
+        return (f"{self.config} tiles" + (f", split-K {self.splits}" if self.splits > 1 else "")
+                + (", B padded" if self.pad_b else ""))
 
     def why_not_here(self) -> str | None:
         return self.spec.why_not_here()
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
-        spec = self.spec
-        why = spec.why_not_here()
+        """C = A @ B with arrays as the registry's kernels take them: (M, >= K), (K, >= N),
+        (M, >= N), the rows of each array its leading dimension."""
+        why = self.spec.why_not_here()
         if why:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
-        kernel = _kernel(self.config, self.splits > 1)
-        spec.row_lengths(A, B, C, M, N, K)  # shapes checked with the launch API's errors
-        tiles = ceil_div(K, dict(spec.defines)["BK"])
-        splits = 1 if self.config == FALLBACK else ceil_div(tiles, ceil_div(tiles, min(self.splits, tiles)))
-        gx, gy = spec.grid(M, N)
-        sizes = (np.int32(M), np.int32(N), np.int32(K))
-        if splits == 1:
-            kernel((gx, gy, 1), spec.block, (A, B, C, *sizes), shared_mem=spec.stage_bytes)
+        self.run(A, B, C, M, N, K, *self.spec.row_lengths(A, B, C, M, N, K))
+
+    def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> None:
+        """Launch on arrays whose rows are lda, ldb, ldc floats apart (on the GPU they may be
+        views into wider arrays; on the CPU each array's shape[1] is its leading dimension).
+        The caller has checked them."""
+        if self.config == FALLBACK:  # contiguous arrays only (sgemm copies views first)
+            _kernel(FALLBACK)(_spec(FALLBACK).grid(M, N), (A, B, C, *_ints(M, N, K)))
             return
-        work = xp.empty((splits, M, N), dtype=xp.float32)
-        kernel((gx, gy, splits), spec.block, (A, B, work, *sizes), shared_mem=spec.stage_bytes)
-        _reducer()((min(ceil_div(M * N, 256), 4096),), (256,),
-                   (work, C, np.int32(M), np.int32(N), np.int32(splits)))
+        if self.pad_b and (ldb % 4 or _address(B) % 16):
+            B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
+        A, B, C = _arg(A), _arg(B), _arg(C)
+        tiles = ceil_div(K, _BK[self.config])
+        splits = ceil_div(tiles, ceil_div(tiles, min(self.splits, tiles)))  # no empty slice
+        gx, gy = _spec(self.config).grid(M, N)
+        ldc_kernel = ldc if splits == 1 else N  # split-K writes a contiguous workspace
+        sizes = _ints(M, N, K) + (() if (lda, ldb, ldc_kernel) == (K, N, N) else
+                                  _ints(lda, ldb, ldc_kernel))  # 6 arguments: matmul_async
+        kernel = _kernel(self.config, splits > 1, len(sizes) > 3)
+        if splits == 1:
+            kernel((gx, gy, 1), (A, B, C, *sizes))
+            return
+        work = _arg(_workspace(splits * M * N))
+        kernel((gx, gy, splits), (A, B, work, *sizes))
+        _reducer()((min(ceil_div(M * N, 256), 4096),), (256,), (work, C, *_ints(M, N, ldc, splits)))
+
+
+def _ints(*values):
+    return tuple(np.int32(v) for v in values)
+
+
+def _address(x) -> int:
+    return x.data.ptr if BACKEND == "gpu" else x.ctypes.data
+
+
+def _arg(x):
+    """The kernel argument for array x: on the GPU its device address (a view's first float),
+    on the CPU the array itself (the emulator copies whole arrays)."""
+    return np.uint64(x.data.ptr) if BACKEND == "gpu" else x
+
+
+def _aligned_copy(B, K: int, N: int):
+    """The K x N matrix B (rows of any length) copied into rows of 4 * ceil(N / 4) floats."""
+    out = xp.empty((K, 4 * ceil_div(N, 4)), dtype=xp.float32)
+    out[:, :N] = B[:, :N]
+    return out
+
+
+_WORK: dict = {}
+
+
+def _workspace(size: int):
+    """The split-K workspace of the current stream, grown as needed and kept: a launch then
+    allocates nothing. Calls on one stream run in order, so they can share it."""
+    key = xp.cuda.get_current_stream().ptr if BACKEND == "gpu" else 0
+    work = _WORK.get(key)
+    if work is None or work.size < size:
+        work = _WORK[key] = xp.empty(size, dtype=xp.float32)
+    return work[:size]
 
 
 @lru_cache(maxsize=None)
-def _kernel(config: str, split: bool = False):
-    """The compiled kernel of a configuration, built once: a launch then costs no host work
-    beyond the launch itself. Called only where the device can run the configuration."""
-    return _spec(config, split).kernel()
+def _kernel(config: str, split: bool = False, leading: bool = False):
+    """Launch function of a configuration's compiled kernel, built once: ``launch(grid, args)``.
+    ``leading``: the entry point that takes leading dimensions (matmul_async_ld); else chapter
+    8's matmul_async, built with lda = K and ldb = ldc = N, which runs faster where the matrices
+    are contiguous. Both come from one compiled module. On the GPU the function is CuPy's own,
+    without the launch API's per-call checks (the callers have checked the arguments), so a call
+    costs no host work beyond the launch itself. Called only where the device can run it."""
+    spec = _spec(config, split)
+    if config != FALLBACK and not leading:
+        spec = dataclasses.replace(spec, name="matmul_async", leading_dims=False)
+    kernel = spec.kernel()
+    shared = spec.shared_mem(0)
+    if BACKEND == "gpu":
+        fn = kernel.module.function(kernel.name)
+        return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
+    return lambda grid, args: kernel(grid, spec.block, args, shared_mem=shared)
 
 
 @lru_cache(maxsize=None)
@@ -114,30 +179,34 @@ def _spec(config: str, split: bool = False) -> KernelSpec:
     slice of K), which costs the one-slice launch a few percent, so only split plans use it."""
     if config == FALLBACK:
         return warptile()
-    return async_tile(**CONFIGS[config], **({"SPLITK": 1} if split else {}))
+    spec = async_tile(**CONFIGS[config], **({"SPLITK": 1} if split else {}))
+    return dataclasses.replace(spec, id="sgemm_" + spec.id, source="09_sgemm.cu",
+                               name="matmul_async_ld", leading_dims=True)
 
 
 @lru_cache(maxsize=1)
 def _reducer():
-    return load_kernel("09_splitk.cu", "splitk_reduce")
+    kernel = load_kernel("09_splitk.cu", "splitk_reduce")
+    return kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel
 
 
 DEFAULT = Plan("128x256")
 FALLBACK = "warptile"
 """Below compute capability 8.0 (no cp.async): chapter 8's double-buffered warp-tile kernel."""
+_BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
 
 
 def candidates(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
     """The plans the tuner tries for one shape: every configuration without split-K, and split-K
-    for configurations whose tiles of C are fewer than two waves of ``sms`` blocks."""
+    for configurations whose tiles of C are fewer than two waves of ``sms`` blocks; where N is
+    not a multiple of 4, each of them with B copied into aligned rows as well."""
     plans = []
     for name in CONFIGS:
-        spec = _spec(name)
-        blocks = math.prod(spec.grid(M, N))
-        k_tiles = ceil_div(K, dict(spec.defines)["BK"])
+        blocks = math.prod(_spec(name).grid(M, N))
+        k_tiles = ceil_div(K, _BK[name])
         for s in SPLITS:
             if s == 1 or (blocks < 2 * sms and s <= k_tiles // 4 and s * M * N * 4 <= 2 << 30):
-                plans.append(Plan(name, s))
+                plans += [Plan(name, s, pad) for pad in ((False, True) if N % 4 else (False,))]
     return plans
 
 
@@ -177,28 +246,65 @@ def plan_for(M: int, N: int, K: int) -> Plan:
     dist = sum((np.log2(table[c].to_numpy(float)) - math.log2(v)) ** 2
                for c, v in (("M", M), ("N", N), ("K", K)))
     row = table.iloc[int(np.argmin(dist))]
-    return Plan(row.config, int(row.splits))
+    return _plan(row)
 
 
 def sgemm(A, B, out=None):
-    """C = A @ B in float32 with the book's kernels: any M, N, K >= 1, C-contiguous arrays of
-    this backend. Writes into ``out`` (M x N) when given and returns C."""
+    """C = A @ B in float32 with the book's kernels: any M, N, K >= 1, arrays of this backend.
+    Each of A, B and ``out`` may be C-contiguous or the rows of a wider array (``X[:, :n]`` of a
+    C-contiguous X: adjacent floats along a row, rows a leading dimension apart, as in BLAS).
+    Writes into ``out`` (M x N) when given and returns C."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
                               f"{type(x).__name__} with shape {getattr(x, 'shape', None)}")
         if x.dtype != xp.float32:
             raise LaunchError(f"sgemm: {name} must be float32, got {x.dtype}")
-        if not x.flags.c_contiguous:
-            raise LaunchError(f"sgemm: {name} must be C-contiguous (use xp.ascontiguousarray)")
     (M, K), (K2, N) = A.shape, B.shape
     if K2 != K or 0 in (M, N, K):
         raise LaunchError(f"sgemm: A is {M} x {K} and B is {K2} x {N}; need A's columns = B's "
                           "rows and every size >= 1")
     if out is None:
         out = xp.empty((M, N), dtype=xp.float32)
-    plan_for(M, N, K).launch(A, B, out, M, N, K)
+    elif out.shape != (M, N):
+        raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
+    lds = (_leading_dimension(A, "A"), _leading_dimension(B, "B"), _leading_dimension(out, "out"))
+    plan = plan_for(M, N, K)
+    if BACKEND == "gpu" and plan.config != FALLBACK:
+        plan.run(A, B, out, M, N, K, *lds)  # views as they are: the kernel takes their strides
+        return out
+    # The emulator copies whole arrays, and the fallback kernel takes no leading dimensions:
+    # give them arrays whose shape[1] is the leading dimension (copies where they are views).
+    if plan.config == FALLBACK:
+        lds = (K, N, N)
+    a, b, c = (_whole(x, ld) for x, ld in zip((A, B, out), lds))
+    plan.run(a, b, c, M, N, K, *lds)
+    if c is not out:
+        out[...] = c[:, :N]
     return out
+
+
+def _leading_dimension(x, name: str) -> int:
+    """Floats from one row of x to the next; refuses layouts the kernels cannot read."""
+    rows, cols = x.shape
+    if x.flags.c_contiguous:
+        return cols
+    step, along = x.strides
+    if (cols > 1 and along != 4) or step <= 0 or step % 4 or step // 4 < cols:
+        raise LaunchError(f"sgemm: {name} has strides {x.strides} (bytes): its floats must be "
+                          f"adjacent along each row and its rows at least {cols} floats apart, "
+                          f"in order, like X[:, :{cols}] of a C-contiguous X (else pass "
+                          "xp.ascontiguousarray of it)")
+    return step // 4
+
+
+def _whole(x, ld: int):
+    """x as an array of shape (rows, ld): itself where it is one, else a copy (padding NaN)."""
+    if x.flags.c_contiguous and x.shape[1] == ld:
+        return x
+    whole = xp.full((x.shape[0], ld), xp.nan, dtype=xp.float32)
+    whole[:, :x.shape[1]] = x
+    return whole
 
 
 class BookSgemm:
@@ -230,7 +336,7 @@ def tune(shapes=None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame
         best = ok.loc[ok.gflops.idxmax()]
         plan = plans[best.kernel]
         rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "config": plan.config,
-                     "splits": plan.splits, "gflops": best.gflops,
+                     "splits": plan.splits, "pad_b": plan.pad_b, "gflops": best.gflops,
                      "pct_of_cublas": best.pct_of_cublas, "plans_tried": len(ok),
                      "device": best.device, "date": best.date})
         if progress:
@@ -255,6 +361,46 @@ def suite(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
     return med
 
 
+OVERHEAD_SHAPES = [(1000, 1000, 1000), (1024, 1024, 1024), (2048, 2048, 2048)]
+
+
+def call_overhead(shapes=OVERHEAD_SHAPES, repeats: int = 200) -> pd.DataFrame:
+    """On a GPU: what one call costs, per shape, for cuBLAS (CuPy's matmul), ``sgemm`` and the
+    same plan launched directly (``Plan.run``): the GPU time between the events around the call
+    (host work before the launch included: the GPU idles meanwhile), the host time of the call,
+    and GFLOP/s, each checked first; two interleaved rounds, medians."""
+    from cupyx.profiler import benchmark
+
+    from .harness.check import device_inputs
+    from .harness.device import device_report
+    from .harness.measure import TOLERANCE, relative_error_xp
+    rows = []
+    for M, N, K in shapes:
+        A, B = device_inputs(M, N, K, seed=0)
+        ref = A.astype(xp.float64) @ B.astype(xp.float64)
+        C = xp.empty((M, N), dtype=xp.float32)
+        plan = plan_for(M, N, K)
+        calls = {"cuBLAS": lambda: xp.matmul(A, B, out=C),
+                 "book.sgemm": lambda: sgemm(A, B, out=C),
+                 f"Plan.run ({plan.label})": lambda: plan.run(A, B, C, M, N, K, K, N, N)}
+        for _ in range(2):
+            for name, call in calls.items():
+                C.fill(xp.nan)
+                call()
+                err = relative_error_xp(C, ref)
+                ok = err < TOLERANCE
+                r = benchmark(call, n_repeat=repeats, n_warmup=10) if ok else None
+                rows.append({"M": M, "N": N, "K": K, "call": name, "rel_error": err,
+                             "status": "ok" if ok else "FAILED check",
+                             "gpu_us": 1e6 * np.median(r.gpu_times[0]) if ok else np.nan,
+                             "host_us": 1e6 * np.median(r.cpu_times) if ok else np.nan})
+    df = pd.DataFrame(rows).groupby(["M", "N", "K", "call"], sort=False).agg(
+        gpu_us=("gpu_us", "median"), host_us=("host_us", "median"),
+        rel_error=("rel_error", "max"), status=("status", "first")).reset_index()
+    df["gflops"] = 2e-3 * df.M * df.N * df.K / df.gpu_us
+    return df.assign(device=device_report()["name"], date=pd.Timestamp.today().date().isoformat())
+
+
 def waves(shapes, config: str = "128x256", sms: int = 132) -> pd.DataFrame:
     """Why one tile size cannot fit every shape: the blocks a configuration launches per shape,
     the waves they make on ``sms`` SMs (one block per SM at a time, as chapter 8's kernels run),
@@ -274,7 +420,7 @@ def what_helped(candidates_df: pd.DataFrame) -> pd.DataFrame:
     """Per shape, from a tuning run: chapter 8's tile alone, the best tile without split-K, and
     the best plan, each as % of the cuBLAS run timed beside them."""
     ok = candidates_df[(candidates_df.status == "ok") & (candidates_df.kernel != "cublas")].copy()
-    ok["splits"] = ok.kernel.str.rsplit("_k", n=1).str[1].astype(int)
+    ok["splits"] = ok.kernel.str.extract(r"_k(\d+)", expand=False).astype(int)
     rows = []
     for (M, N, K), g in ok.groupby(["M", "N", "K"], sort=False):
         fixed = g[g.kernel == DEFAULT.id].pct_of_cublas
@@ -311,7 +457,12 @@ def suite_table(suite_df: pd.DataFrame, plans: pd.DataFrame) -> pd.DataFrame:
 
 def _plan_label(plans: pd.DataFrame, shape) -> str:
     row = plans[(plans.M == shape[0]) & (plans.N == shape[1]) & (plans.K == shape[2])]
-    return Plan(row.config.iloc[0], int(row.splits.iloc[0])).label if len(row) else "--"
+    return _plan(row.iloc[0]).label if len(row) else "--"
+
+
+def _plan(row) -> Plan:
+    """The plan of one row of a plans table (tables saved before ``pad_b`` existed lack it)."""
+    return Plan(row.config, int(row.splits), bool(row.get("pad_b", False)))
 
 
 def recorded_suites(live: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:

@@ -35,13 +35,42 @@ def test_sgemm_takes_any_shape_and_writes_into_out():
 @pytest.mark.parametrize("args, message", [
     (lambda a, b: (a, a), r"A is 8 x 5 and B is 8 x 5; need A's columns = B's rows"),
     (lambda a, b: (a.astype(xp.float64), b), r"A must be float32, got float64"),
-    (lambda a, b: (a, b[:, ::2]), r"B must be C-contiguous"),
+    (lambda a, b: (a, b[:, ::2]), r"B has strides \(24, 8\) \(bytes\): its floats must be adjacent"),
+    (lambda a, b: (a, b[::-1]), r"B has strides \(-24, 4\).*rows at least 6 floats apart, in order"),
     (lambda a, b: (a, np.zeros((5, 3))) if xp is not np else (a, [[1.0]]), r"B must be a 2-D"),
 ])
 def test_sgemm_refuses_bad_arguments_with_the_cause(args, message):
     a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
     with pytest.raises(LaunchError, match=message):
         S.sgemm(*args(a, b))
+
+
+def test_sgemm_refuses_an_out_of_the_wrong_shape():
+    a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
+    with pytest.raises(LaunchError, match=r"out has shape \(6, 8\); A @ B is 8 x 6"):
+        S.sgemm(a, b, out=xp.empty((6, 8), dtype=xp.float32))
+
+
+@pytest.mark.parametrize("plan", [S.Plan("64x64"), S.Plan("128x256", 3), S.Plan("64x128", 1, True),
+                                  S.Plan(S.FALLBACK)])
+def test_sgemm_takes_rows_of_wider_arrays(plan, monkeypatch):
+    """Leading dimensions: A, B and out as X[:, :n] of wider arrays (odd row lengths, so B's
+    rows are not 16-byte aligned); the padding of out is left as it was."""
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K: plan)
+    a, b = random_inputs(37, 30, 41, seed=5)
+    wide = [to_device(np.pad(x, ((0, 0), (0, extra)), constant_values=np.nan))
+            for x, extra in ((a, 3), (b, 5), (np.zeros((37, 30), np.float32), 7))]
+    got = S.sgemm(wide[0][:, :41], wide[1][:, :30], out=wide[2][:, :30])
+    assert relative_error(to_host(got), a.astype(np.float64) @ b) < TOLERANCE
+    assert np.isnan(to_host(wide[2])[:, 30:]).all()
+
+
+def test_pad_b_copies_only_misaligned_rows():
+    assert [p.pad_b for p in S.candidates(100, 97, 100)].count(True) == len(S.candidates(100, 96, 100))
+    assert not any(p.pad_b for p in S.candidates(100, 96, 100))
+    a, b = random_inputs(33, 17, 65, seed=6)
+    out = run_matmul(S.Plan("64x128", 2, True), a, b)
+    assert relative_error(out, a.astype(np.float64) @ b) < TOLERANCE
 
 
 def test_without_a_tuned_table_the_default_plan_runs():

@@ -23,6 +23,8 @@ COLUMNS = {
     "time_ms": "time (ms)",
     "ms": "time (ms)",
     "time_s": "time (s)",
+    "gpu_us": "GPU time / call (µs)",
+    "host_us": "host time / call (µs)",
     "fp32_fma_peak": "FP32 FMA peak (GFLOP/s)",
     "copy_bandwidth": "copy bandwidth (GB/s)",
     "cublas_sgemm": "cuBLAS SGEMM (GFLOP/s)",

@@ -32,9 +32,13 @@ static_assert(A_COPIES >= 1 && B_COPIES >= 1 && A_COPIES * THREADS == BM * BK &&
               B_COPIES * THREADS * 4 == BK * BN && THREADS % BK == 0 && THREADS % (BN / 4) == 0,
               "every thread copies whole pieces of each tile, the same columns of every tile");
 
-extern "C" __global__ void __launch_bounds__(THREADS, MINB)
-matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-             int M, int N, int K) {
+// The kernel's body: C = A B where the rows of A, B and C are lda, ldb, ldc floats apart.
+// matmul_async (this chapter) calls it for contiguous matrices, lda = K and ldb = ldc = N, and
+// the compiler builds it with those constants in; chapter 9's 09_sgemm.cu calls it with leading
+// dimensions as BLAS takes them.
+__device__ __forceinline__ void async_tiles(const float* __restrict__ A,
+                                            const float* __restrict__ B, float* __restrict__ C,
+                                            int M, int N, int K, int lda, int ldb, int ldc) {
     extern __shared__ __align__(16) float stages[];  // STAGES_BYTES: the A tiles, then the B tiles
     float(*As)[BK][BM + PAD] = reinterpret_cast<float(*)[BK][BM + PAD]>(stages);  // k-major A
     float(*Bs)[BK][BN] = reinterpret_cast<float(*)[BK][BN]>(stages + STAGES * BK * (BM + PAD));
@@ -46,42 +50,57 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
     // partial sums in slice z of C (gridDim.z slices of M x N; a reduction adds them).
     const int all = CEIL_DIV(K, BK), per = CEIL_DIV(all, (int)gridDim.z);
     const int t0 = blockIdx.z * per, tiles = min(per, all - t0);
-    C += (long long)blockIdx.z * M * N;
+    C += (long long)blockIdx.z * M * ldc;
 #else
     const int t0 = 0, tiles = CEIL_DIV(K, BK);  // this chapter: all of K, straight into C
 #endif
 
     // This thread's pieces of every tile: A rows ra + l * A_STEP at column ca (k), B rows
     // rb + l * B_STEP at columns cb .. cb + 3. Where the block's tiles lie wholly inside the
-    // matrices (all but the edge blocks) they are copied without any bounds check.
+    // matrices (all but the edge blocks) they are copied without any bounds check -- if B's rows
+    // start on 16-byte boundaries (ldb a multiple of 4), as the 16-byte copies need. The edge
+    // blocks check every copy (src-size 0 writes zeros and reads nothing).
     const int ra = tid / BK, ca = tid % BK, rb = tid / (BN / 4), cb = 4 * (tid % (BN / 4));
-    const bool inner = m0 + BM <= M && n0 + BN <= N && (N & 3) == 0;
+    const bool b16 = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
+    const bool inner = m0 + BM <= M && n0 + BN <= N && b16;
     auto copy_tile = [&](int s, int t) {  // tile t (k from t * BK) into stage s
         const int k0 = t * BK;
         if (inner && k0 + BK <= K) {
-            const float* a = A + (long long)(m0 + ra) * K + k0 + ca;
-            const float* b = B + (long long)(k0 + rb) * N + n0 + cb;
+            const float* a = A + (long long)(m0 + ra) * lda + k0 + ca;
+            const float* b = B + (long long)(k0 + rb) * ldb + n0 + cb;
 #pragma unroll
             for (int l = 0; l < A_COPIES; ++l)
-                copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * K, true);
+                copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * lda, true);
 #pragma unroll
             for (int l = 0; l < B_COPIES; ++l)
-                copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * N);
+                copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * ldb);
             return;
         }
 #pragma unroll
         for (int l = 0; l < A_COPIES; ++l) {
             const int r = m0 + ra + l * A_STEP, c = k0 + ca;
             const bool inside = r < M && c < K;
-            copy4(&As[s][ca][ra + l * A_STEP], inside ? A + (long long)r * K + c : A, inside);
+            copy4(&As[s][ca][ra + l * A_STEP], inside ? A + (long long)r * lda + c : A, inside);
         }
 #pragma unroll
-        for (int l = 0; l < B_COPIES; ++l)
-            copy16(&Bs[s][rb + l * B_STEP][cb], B, k0 + rb + l * B_STEP, n0 + cb, K, N);
+        for (int l = 0; l < B_COPIES; ++l) {
+            const int r = k0 + rb + l * B_STEP, c = n0 + cb;
+            float* dst = &Bs[s][rb + l * B_STEP][cb];
+            const float* row = B + (long long)(r < K ? r : 0) * ldb;  // a valid address if outside
+            if (r < K && b16 && c + 3 < N) {
+                copy16_aligned(dst, row + c);
+                continue;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool inside = r < K && c + j < N;
+                copy4(dst + j, inside ? row + c + j : B, inside);
+            }
+        }
     };
 #if SPLITK
     if (tiles <= 0) {  // an empty slice of K (the host avoids them): its partial sums are zero
-        warp_tile_store(C, M, N, m0, n0, acc, place);
+        warp_tile_store(C, M, N, ldc, m0, n0, acc, place);
         return;
     }
 #endif
@@ -111,5 +130,11 @@ matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __
             outer_product(acc, a[k % 2], b[k % 2]);
         }
     }
-    warp_tile_store(C, M, N, m0, n0, acc, place);
+    warp_tile_store(C, M, N, ldc, m0, n0, acc, place);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+             int M, int N, int K) {
+    async_tiles(A, B, C, M, N, K, K, N, N);
 }

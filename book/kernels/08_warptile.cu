@@ -87,5 +87,5 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float*
             __syncthreads();
         }
     }
-    warp_tile_store(C, M, N, m0, n0, acc, place);
+    warp_tile_store(C, M, N, N, m0, n0, acc, place);
 }

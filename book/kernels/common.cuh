@@ -22,24 +22,31 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ m, int row, in
                        col + 2 < cols ? p[2] : 0.0f, col + 3 < cols ? p[3] : 0.0f);
 }
 
-// Chapter 8: stores v into floats col .. col + 3 of row `row`, skipping what lies outside.
+// Chapter 8: stores v into floats col .. col + 3 of row `row`, skipping what lies outside. Rows
+// are `ld` floats apart (ld >= cols; ld = cols when the matrix is contiguous).
 __device__ __forceinline__ void store4(float* __restrict__ m, int row, int col, int rows, int cols,
-                                       float4 v) {
+                                       int ld, float4 v) {
     if (row >= rows) return;
-    float* p = m + (long long)row * cols + col;
-    if ((cols & 3) == 0 && col + 3 < cols) { *reinterpret_cast<float4*>(p) = v; return; }
+    float* p = m + (long long)row * ld + col;
+    if ((ld & 3) == 0 && (reinterpret_cast<unsigned long long>(m) & 15) == 0 && col + 3 < cols) {
+        *reinterpret_cast<float4*>(p) = v;
+        return;
+    }
     if (col < cols) p[0] = v.x;
     if (col + 1 < cols) p[1] = v.y;
     if (col + 2 < cols) p[2] = v.z;
     if (col + 3 < cols) p[3] = v.w;
 }
+__device__ __forceinline__ void store4(float* __restrict__ m, int row, int col, int rows, int cols,
+                                       float4 v) {
+    store4(m, row, col, rows, cols, cols, v);
+}
 
 // Chapter 8: asynchronous copies global -> shared (cp.async, compute capability 8.0 and later).
 // copy4 copies one float, or writes 0 when `inside` is false (src-size 0: nothing is read);
-// copy16 copies 4 floats col .. col + 3 of row `row` of a rows x cols matrix in one 16-byte copy
-// when they are inside and aligned, else float by float with zeros outside. commit() closes the
-// group of copies this thread issued since the last one; wait_groups<n>() waits until at most n
-// of this thread's groups are still in flight (the copies of others need a __syncthreads after).
+// copy16_aligned copies 16 bytes (both addresses 16-byte aligned). commit() closes the group of
+// copies this thread issued since the last one; wait_groups<n>() waits until at most n of this
+// thread's groups are still in flight (the copies of others need a __syncthreads after).
 // On the CPU emulator a copy completes at once, which is one of the orders the GPU allows.
 #ifdef __CUDA_ARCH__
 __device__ __forceinline__ void copy4(float* dst, const float* src, bool inside) {
@@ -61,16 +68,5 @@ inline void copy16_aligned(float* dst, const float* src) { std::memcpy(dst, src,
 inline void commit() {}
 template <int n> inline void wait_groups() {}
 #endif
-
-__device__ __forceinline__ void copy16(float* dst, const float* __restrict__ m, int row, int col,
-                                       int rows, int cols) {
-    const float* p = m + (long long)(row < rows ? row : 0) * cols;  // a valid address if outside
-    if (row < rows && (cols & 3) == 0 && col + 3 < cols) { copy16_aligned(dst, p + col); return; }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const bool inside = row < rows && col + j < cols;
-        copy4(dst + j, inside ? p + col + j : m, inside);
-    }
-}
 
 #endif

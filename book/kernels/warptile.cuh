@@ -113,8 +113,10 @@ __device__ __forceinline__ void warp_tile_fma(float (&acc)[WMITER * TM][WNITER *
     }
 }
 
-// Writes the accumulators into C at block corner (m0, n0), 16 bytes at a time where possible.
-__device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, int N, int m0, int n0,
+// Writes the accumulators into C (rows ldc floats apart) at block corner (m0, n0), 16 bytes at a
+// time where possible.
+__device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, int N, int ldc,
+                                                int m0, int n0,
                                                 const float (&acc)[WMITER * TM][WNITER * TN],
                                                 WarpPlace p) {
 #pragma unroll
@@ -128,7 +130,7 @@ __device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, in
 #pragma unroll
                 for (int j = 0; j < TN; j += 4) {
                     const int c = wn * TN + j;
-                    store4(C, row, n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j, M, N,
+                    store4(C, row, n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j, M, N, ldc,
                            make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]));
                 }
         }
