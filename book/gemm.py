@@ -39,6 +39,7 @@ CONFIGS = {
     "128x64": {"BN": 64, "WN": 32, "WNITER": 2, "THREADS": 128},
     "64x128/3s": {"BM": 64, "BN": 128, "WM": 32, "WN": 64, "WNITER": 2, "THREADS": 128,
                   "STAGES": 3},
+    "128x256/k32": {"BK": 32, "STAGES": 3},                               # chapter 8's tuning winner
 }
 """The dispatcher's candidate configurations of 08_async.cu (changes to ``registry.ASYNC``)."""
 
@@ -84,6 +85,11 @@ class Plan:
         return (f"{self.config} tiles" + (f", split-K {self.splits}" if self.splits > 1 else "")
                 + (", B padded" if self.pad_b else ""))
 
+    @property
+    def leading_dims(self) -> bool:
+        """Takes arrays whose rows are padded (the registry's flag): all but the fallback."""
+        return self.config != FALLBACK
+
     def why_not_here(self) -> str | None:
         return self.spec.why_not_here()
 
@@ -99,25 +105,35 @@ class Plan:
         """Launch on arrays whose rows are lda, ldb, ldc floats apart (on the GPU they may be
         views into wider arrays; on the CPU each array's shape[1] is its leading dimension).
         The caller has checked them."""
-        if self.config == FALLBACK:  # contiguous arrays only (sgemm copies views first)
-            _kernel(FALLBACK)(_spec(FALLBACK).grid(M, N), (A, B, C, *_ints(M, N, K)))
-            return
         if self.pad_b and (ldb % 4 or _address(B) % 16):
             B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
+        kernel, grid, sizes, reduction = _launches(self, M, N, K, lda, ldb, ldc)
         A, B, C = _arg(A), _arg(B), _arg(C)
-        tiles = ceil_div(K, _BK[self.config])
-        splits = ceil_div(tiles, ceil_div(tiles, min(self.splits, tiles)))  # no empty slice
-        gx, gy = _spec(self.config).grid(M, N)
-        ldc_kernel = ldc if splits == 1 else N  # split-K writes a contiguous workspace
-        sizes = _ints(M, N, K) + (() if (lda, ldb, ldc_kernel) == (K, N, N) else
-                                  _ints(lda, ldb, ldc_kernel))  # 6 arguments: matmul_async
-        kernel = _kernel(self.config, splits > 1, len(sizes) > 3)
-        if splits == 1:
-            kernel((gx, gy, 1), (A, B, C, *sizes))
+        if reduction is None:
+            kernel(grid, (A, B, C, *sizes))
             return
+        splits, reduce_grid, reduce_sizes = reduction
         work = _arg(_workspace(splits * M * N))
-        kernel((gx, gy, splits), (A, B, work, *sizes))
-        _reducer()((min(ceil_div(M * N, 256), 4096),), (256,), (work, C, *_ints(M, N, ldc, splits)))
+        kernel(grid, (A, B, work, *sizes))
+        _reducer()(reduce_grid, (256,), (work, C, *reduce_sizes))
+
+
+@lru_cache(maxsize=4096)
+def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
+    """What ``plan.run`` launches for one shape, worked out once: the kernel, its grid and
+    integer arguments, and for split-K the slices and the reduction's grid and arguments."""
+    if plan.config == FALLBACK:  # contiguous arrays only (sgemm copies views first)
+        return _kernel(FALLBACK), _spec(FALLBACK).grid(M, N), _ints(M, N, K), None
+    tiles = ceil_div(K, _BK[plan.config])
+    splits = ceil_div(tiles, ceil_div(tiles, min(plan.splits, tiles)))  # no empty slice
+    gx, gy = _spec(plan.config).grid(M, N)
+    ldc_kernel = ldc if splits == 1 else N  # split-K writes a contiguous workspace
+    sizes = _ints(M, N, K) + (() if (lda, ldb, ldc_kernel) == (K, N, N) else
+                              _ints(lda, ldb, ldc_kernel))  # 6 arguments: matmul_async
+    kernel = _kernel(plan.config, splits > 1, len(sizes) > 3)
+    reduction = None if splits == 1 else (
+        splits, (min(ceil_div(M * N, 256), 4096),), _ints(M, N, ldc, splits))
+    return kernel, (gx, gy, splits), sizes, reduction
 
 
 def _ints(*values):
@@ -194,6 +210,13 @@ DEFAULT = Plan("128x256")
 FALLBACK = "warptile"
 """Below compute capability 8.0 (no cp.async): chapter 8's double-buffered warp-tile kernel."""
 _BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
+
+
+def sanitizer_plans() -> list[Plan]:
+    """The plans ``python -m book.profile.sanitize`` runs: every configuration with and without
+    split-K, B padded, and the fallback."""
+    return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan("64x128", 1, True)]
+            + [Plan(FALLBACK)])
 
 
 def candidates(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
@@ -287,9 +310,9 @@ def sgemm(A, B, out=None):
 def _leading_dimension(x, name: str) -> int:
     """Floats from one row of x to the next; refuses layouts the kernels cannot read."""
     rows, cols = x.shape
-    if x.flags.c_contiguous:
-        return cols
     step, along = x.strides
+    if (along == 4 and step == 4 * cols) or x.flags.c_contiguous:
+        return cols
     if (cols > 1 and along != 4) or step <= 0 or step % 4 or step // 4 < cols:
         raise LaunchError(f"sgemm: {name} has strides {x.strides} (bytes): its floats must be "
                           f"adjacent along each row and its rows at least {cols} floats apart, "

@@ -198,3 +198,12 @@ def test_every_book_kernel_is_clean_in_check_mode(check_mode):
     from book.registry import correct_kernels, usable
     from book.profile.sanitize import cpu_check
     assert cpu_check([s.id for s in usable(correct_kernels())], sizes=[(65, 64, 63)]) == {}
+
+
+def test_sgemm_plans_are_clean_in_check_mode(check_mode):
+    """The plans of book.sgemm under the same checks (python -m book.profile.sanitize --cpu runs
+    them all): a one-slice plan, a split-K plan and one that pads B, on a shape with edges."""
+    from book.gemm import Plan
+    from book.profile.sanitize import cpu_check
+    ids = [p.id for p in (Plan("64x64"), Plan("128x128", 3), Plan("64x128", 1, True))]
+    assert cpu_check(ids, sizes=[(65, 66, 63)]) == {}

@@ -1,7 +1,7 @@
-"""Run every registered kernel under compute-sanitizer (memcheck and racecheck) on a GPU host,
-or under the CPU emulator's check mode anywhere.
+"""Run every registered kernel and every plan of ``book.sgemm`` under compute-sanitizer
+(memcheck and racecheck) on a GPU host, or under the CPU emulator's check mode anywhere.
 
-    python -m book.profile.sanitize                  # all kernels, both tools
+    python -m book.profile.sanitize                  # all kernels and plans, both tools
     python -m book.profile.sanitize tiled16 rowA     # only these kernels
     python -m book.profile.sanitize --cpu            # the emulator: its memory checks plus BOOK_EMU_CHECK=1
 
@@ -24,15 +24,33 @@ MARK = "@@launch "
 ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|Out-of-range)"
 
 
+def _find(kernel_id: str):
+    """A registered kernel, or one of book.sgemm's plans (ids ``sgemm_...``)."""
+    if kernel_id.startswith("sgemm_"):
+        from ..gemm import sanitizer_plans
+        plans = {p.id: p for p in sanitizer_plans()}
+        if kernel_id not in plans:
+            raise KeyError(f"no book.sgemm plan {kernel_id!r}; the plans: {', '.join(plans)}")
+        return plans[kernel_id]
+    from ..registry import find_kernel
+    return find_kernel(kernel_id)
+
+
+def _all_ids(kernels) -> list[str]:
+    """The ids of these registry kernels and of book.sgemm's plans that this device can run."""
+    from ..gemm import sanitizer_plans
+    from ..registry import usable
+    return [s.id for s in usable(kernels)] + [p.id for p in sanitizer_plans() if not p.why_not_here()]
+
+
 def _target(ids: list[str]) -> None:
     import numpy as np
 
     from ..harness.check import random_inputs
     from ..harness.measure import padded
-    from ..registry import find_kernel
     from ..launch.runtime import load_kernel, synchronize, to_device, xp
     for kernel_id in ids:
-        spec = find_kernel(kernel_id)
+        spec = _find(kernel_id)
         for M, N, K in SIZES:
             print(f"{MARK}{kernel_id} {M}x{N}x{K}", flush=True)
             a, b = random_inputs(M, N, K, seed=0)
@@ -84,7 +102,6 @@ def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
     import numpy as np
 
     from ..harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
-    from ..registry import find_kernel
     from ..launch.runtime import BACKEND, LaunchError
     if BACKEND != "cpu" or os.environ.get("BOOK_EMU_CHECK") != "1":
         raise RuntimeError("run with BOOK_BACKEND=cpu BOOK_EMU_CHECK=1 (python -m book.profile.sanitize --cpu)")
@@ -93,7 +110,7 @@ def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
         for M, N, K in sizes:
             a, b = random_inputs(M, N, K, seed=0)
             try:
-                err = relative_error(run_matmul(find_kernel(kernel_id), a, b), a.astype(np.float64) @ b)
+                err = relative_error(run_matmul(_find(kernel_id), a, b), a.astype(np.float64) @ b)
             except LaunchError as exc:
                 errors[kernel_id] = str(exc)
                 break
@@ -111,21 +128,21 @@ def main(argv: list[str]) -> int:
         if os.environ.get("BOOK_EMU_CHECK") != "1" or os.environ.get("BOOK_BACKEND") != "cpu":
             env = dict(os.environ, BOOK_BACKEND="cpu", BOOK_EMU_CHECK="1")
             return subprocess.run([sys.executable, "-m", "book.profile.sanitize", *argv], env=env).returncode
-        from ..registry import correct_kernels, usable
-        ids = argv[1:] or [s.id for s in usable(correct_kernels())]
+        from ..registry import correct_kernels
+        ids = argv[1:] or _all_ids(correct_kernels())
         errors = cpu_check(ids)
         for kernel_id in ids:
             print(f"{kernel_id:<52} {errors.get(kernel_id, 'clean')}")
         print(f"\nemulator check mode, sizes {CPU_SIZES}: "
               f"{'no errors' if not errors else f'{len(errors)} kernels with errors'}")
         return 1 if errors else 0
-    from ..registry import KERNELS, usable
-    ids = argv or [s.id for s in usable(KERNELS.values())]
+    from ..registry import KERNELS
+    ids = argv or _all_ids(KERNELS.values())
     counts = run(ids)
     names = sorted({k for k, _ in counts if k not in ("end",)}, key=lambda k: (k not in ids, k))
-    print(f"\n{'kernel':<16}" + "".join(f"{t:>11}" for t in TOOLS))
+    print(f"\n{'kernel':<28}" + "".join(f"{t:>11}" for t in TOOLS))
     for name in names:
-        print(f"{name:<16}" + "".join(f"{counts.get((name, t), '-'):>11}" for t in TOOLS))
+        print(f"{name:<28}" + "".join(f"{counts.get((name, t), '-'):>11}" for t in TOOLS))
     bad = sum(v for (name, _), v in counts.items() if name != "end")
     print(f"\nsizes {SIZES}; {'no errors' if not bad else f'{bad} errors'}")
     return 1 if bad else 0
