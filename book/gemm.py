@@ -1,16 +1,20 @@
 """The book's own FP32 SGEMM (chapter 9): ``book.sgemm(A, B)`` for any shape, a plan per shape.
 
-``sgemm(A, B)`` multiplies float32 matrices of any M, N, K >= 1 with chapter 8's cp.async kernel
-(``08_async.cu``) in the configuration and split-K count that a tuning run on this GPU found
-fastest for the nearest shape of the suite. Split-K launches ``splits`` blocks per tile of C,
-each over one slice of K into a workspace, and adds the slices with ``09_splitk.cu``.
+``sgemm(A, B)`` multiplies float32 matrices of any M, N, K >= 1 -- contiguous, or rows of wider
+arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``; its entry with
+leading dimensions is ``09_sgemm.cu``) in the plan that a tuning run on this GPU found fastest
+for the nearest shape of the suite. A plan is a tile configuration, a split-K count (``splits``
+blocks per tile of C, each over one slice of K into a workspace, the slices added by
+``09_splitk.cu``), and, where N is not a multiple of 4, whether to copy B into 16-byte aligned
+rows first.
 
     python -m book.gemm --tune      # on a GPU: check and time every plan on every suite shape,
                                      # save the fastest per shape (results/<gpu>/09_sgemm_plans.csv)
     python -m book.gemm --suite     # book.sgemm against cuBLAS on the suite (09_sgemm_suite.csv)
 
-Every plan is checked before it is timed (``book.harness.measure.sweep``); where no tuned table
-exists for this GPU (or on the CPU emulator) a default plan is used and the function says so once.
+Every plan is checked before it is timed (``book.harness.measure.sweep``). Where no tuned table
+exists for this GPU (or on the CPU emulator) the default plan, chapter 8's tile, runs; below
+compute capability 8.0, chapter 8's warp-tile kernel.
 """
 from __future__ import annotations
 
