@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -214,6 +215,17 @@ DEFAULT = Plan("128x256")
 FALLBACK = "warptile"
 """Below compute capability 8.0 (no cp.async): chapter 8's double-buffered warp-tile kernel."""
 _BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
+
+
+def plan_by_id(plan_id: str) -> Plan:
+    """The plan whose id is ``plan_id``: ``sgemm_<config>_k<splits>``, ``_padb`` at the end where
+    B is padded (the ids in results files)."""
+    m = re.fullmatch(r"sgemm_(.+)_k(\d+)(_padb)?", plan_id)
+    if not m or (m.group(1) not in CONFIGS and m.group(1) != FALLBACK) or int(m.group(2)) < 1:
+        raise KeyError(f"no book.sgemm plan {plan_id!r}: plan ids are sgemm_<config>_k<splits> "
+                       f"with an optional _padb, the configurations {', '.join(CONFIGS)} and "
+                       f"{FALLBACK}")
+    return Plan(m.group(1), int(m.group(2)), bool(m.group(3)))
 
 
 def sanitizer_plans() -> list[Plan]:

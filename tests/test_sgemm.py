@@ -105,3 +105,13 @@ def test_below_compute_capability_8_the_fallback_plan_runs(monkeypatch):
             S.Plan("64x64").launch(*(to_device(x) for x in (a, b)), xp.empty((33, 17), xp.float32), 33, 17, 65)
     finally:
         S.plan_for.cache_clear()
+
+
+def test_plan_ids_name_their_plans_for_the_profiling_tools():
+    """Results files and the tools (ncu, compute-sanitizer) name plans by id; each id maps back."""
+    from book.profile import find
+    plans = S.sanitizer_plans() + S.candidates(1024, 1024, 16384) + S.candidates(100, 97, 100)
+    assert all(S.plan_by_id(p.id) == p and find(p.id) == p for p in plans)
+    assert find("naive16").id == "naive16"
+    with pytest.raises(KeyError, match=r"no book.sgemm plan 'sgemm_96x96_k1': plan ids are"):
+        S.plan_by_id("sgemm_96x96_k1")

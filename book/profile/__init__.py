@@ -6,3 +6,13 @@
   emulator's check mode.
 * ``archs`` -- compiles every kernel for every architecture from sm_70 to sm_90 (NVRTC).
 """
+
+
+def find(kernel_id: str):
+    """What a kernel id names for these tools: a registered kernel, or a plan of ``book.sgemm``
+    (ids ``sgemm_<config>_k<splits>[_padb]``, chapter 9)."""
+    if kernel_id.startswith("sgemm_"):
+        from ..gemm import plan_by_id
+        return plan_by_id(kernel_id)
+    from ..registry import find_kernel
+    return find_kernel(kernel_id)

@@ -85,8 +85,9 @@ def ncu_path() -> str | None:
 
 def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str, str],
             timeout: int = 900) -> pd.DataFrame:
-    """Profile each (kernel id or CUBLAS, (M, N, K)) launch once; one row per launch, metrics
-    renamed, with the name of the GPU function that ran (``function``)."""
+    """Profile each (kernel id or CUBLAS, (M, N, K)) launch once -- a kernel id names a registered
+    kernel or a ``book.sgemm`` plan; one row per launch, metrics renamed, with the name of the GPU
+    function that ran (``function``)."""
     ncu = ncu_path()
     if BACKEND != "gpu" or ncu is None:
         raise NcuError("ncu needs a GPU and Nsight Compute's `ncu` on the PATH")
@@ -136,7 +137,7 @@ def _run(plan: list) -> None:
     """Child process: launch every planned kernel once on random inputs (made once per size, on
     the GPU: ncu counts the kernels, and the inputs only need to be real data)."""
     from ..harness.check import device_inputs
-    from ..registry import find_kernel
+    from . import find
     from ..launch.runtime import synchronize, xp
     inputs = {}
     for kernel_id, (M, N, K) in plan:
@@ -147,7 +148,7 @@ def _run(plan: list) -> None:
         if kernel_id == CUBLAS:
             xp.matmul(A, B, out=C)
         else:
-            find_kernel(kernel_id).launch(A, B, C, M, N, K)
+            find(kernel_id).launch(A, B, C, M, N, K)
         synchronize()
 
 

@@ -18,22 +18,12 @@ import shutil
 import subprocess
 import sys
 
+from . import find
+
 SIZES = [(65, 64, 63), (33, 100, 17), (100, 37, 129), (260, 516, 70)]  # the last has inner blocks
 TOOLS = ("memcheck", "racecheck")
 MARK = "@@launch "
 ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|Out-of-range)"
-
-
-def _find(kernel_id: str):
-    """A registered kernel, or one of book.sgemm's plans (ids ``sgemm_...``)."""
-    if kernel_id.startswith("sgemm_"):
-        from ..gemm import sanitizer_plans
-        plans = {p.id: p for p in sanitizer_plans()}
-        if kernel_id not in plans:
-            raise KeyError(f"no book.sgemm plan {kernel_id!r}; the plans: {', '.join(plans)}")
-        return plans[kernel_id]
-    from ..registry import find_kernel
-    return find_kernel(kernel_id)
 
 
 def _all_ids(kernels) -> list[str]:
@@ -50,7 +40,7 @@ def _target(ids: list[str]) -> None:
     from ..harness.measure import padded
     from ..launch.runtime import load_kernel, synchronize, to_device, xp
     for kernel_id in ids:
-        spec = _find(kernel_id)
+        spec = find(kernel_id)
         for M, N, K in SIZES:
             print(f"{MARK}{kernel_id} {M}x{N}x{K}", flush=True)
             a, b = random_inputs(M, N, K, seed=0)
@@ -110,7 +100,7 @@ def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
         for M, N, K in sizes:
             a, b = random_inputs(M, N, K, seed=0)
             try:
-                err = relative_error(run_matmul(_find(kernel_id), a, b), a.astype(np.float64) @ b)
+                err = relative_error(run_matmul(find(kernel_id), a, b), a.astype(np.float64) @ b)
             except LaunchError as exc:
                 errors[kernel_id] = str(exc)
                 break
