@@ -186,12 +186,14 @@ def _kernel(config: str, split: bool = False, leading: bool = False):
     spec = _spec(config, split)
     if config != FALLBACK and not leading:
         spec = dataclasses.replace(spec, name="matmul_async", leading_dims=False)
-    kernel = spec.kernel()
-    shared = spec.shared_mem(0)
-    if BACKEND == "gpu":
-        fn = kernel.module.function(kernel.name)
-        return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
-    return lambda grid, args: kernel(grid, spec.block, args, shared_mem=shared)
+    fn, shared = _unchecked(spec.kernel()), spec.shared_mem(0)
+    return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
+
+
+def _unchecked(kernel):
+    """The launch function of a compiled kernel as ``sgemm`` calls it: on the GPU CuPy's own,
+    without the launch API's per-call argument checks; on the CPU the emulator's launch."""
+    return kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel
 
 
 @lru_cache(maxsize=None)
@@ -207,8 +209,7 @@ def _spec(config: str, split: bool = False) -> KernelSpec:
 
 @lru_cache(maxsize=1)
 def _reducer():
-    kernel = load_kernel("09_splitk.cu", "splitk_reduce")
-    return kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel
+    return _unchecked(load_kernel("09_splitk.cu", "splitk_reduce"))
 
 
 DEFAULT = Plan("128x256")
@@ -481,6 +482,11 @@ def summary(suite_df: pd.DataFrame) -> dict:
             "at 8192^3 (%)": float(pct.get((8192, 8192, 8192), np.nan))}
 
 
+def shape_label(M: int, N: int, K: int) -> str:
+    """How tables and figures name a shape of the suite: ``M x N x K``."""
+    return f"{M} x {N} x {K}"
+
+
 def suite_table(suite_df: pd.DataFrame, plans: pd.DataFrame) -> pd.DataFrame:
     """One GPU's suite, one row per shape: the plan ``book.sgemm`` ran (from that GPU's
     ``plans``), its GFLOP/s and cuBLAS's, and the ratio (medians of the interleaved rounds)."""
@@ -491,7 +497,7 @@ def suite_table(suite_df: pd.DataFrame, plans: pd.DataFrame) -> pd.DataFrame:
         "book.sgemm GFLOP/s": book.gflops.to_numpy(),
         "cuBLAS GFLOP/s": cublas.reindex(book.index).to_numpy(),
         "% of cuBLAS": book.pct_of_cublas.to_numpy()},
-        index=pd.Index([f"{m} x {n} x {k}" for m, n, k in book.index], name="M x N x K"))
+        index=pd.Index([shape_label(*shape) for shape in book.index], name="M x N x K"))
 
 
 def _plan_label(plans: pd.DataFrame, shape) -> str:
@@ -522,7 +528,7 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
         h = 0.8 / max(len(suites), 1)
         for i, (device, df) in enumerate(suites.items()):
             b = df[df.kernel == BookSgemm.id]
-            labels = [f"{m} x {n} x {k}" for m, n, k in zip(b.M, b.N, b.K)]
+            labels = [shape_label(*shape) for shape in zip(b.M, b.N, b.K)]
             y = np.arange(len(b)) + i * h
             ax.barh(y, b.pct_of_cublas, height=h, color=FAMILIES[9][1], alpha=1.0 - 0.45 * i,
                     hatch=("", "///")[i % 2], label=device)

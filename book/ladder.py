@@ -152,14 +152,14 @@ def markdown(df: pd.DataFrame) -> str:
 def suite_markdown() -> str:
     """Chapter 9's suite: book.sgemm as % of cuBLAS per shape, one column per recorded GPU, with
     the goal's figures (geometric mean, minimum) as the last rows."""
-    from .gemm import BookSgemm, SUITE_FILE, recorded_suites, summary
+    from .gemm import BookSgemm, SUITE_FILE, recorded_suites, shape_label, summary
     suites = recorded_suites()
     if not suites:
         return "*No GPU has recorded the suite yet (`python -m book.gemm --suite`).*"
     cols = {}
     for device, df in suites.items():
         b = df[df.kernel == BookSgemm.id]
-        pct = {f"{m} x {n} x {k}": f"{v:.1f}" for m, n, k, v in zip(b.M, b.N, b.K, b.pct_of_cublas)}
+        pct = {shape_label(m, n, k): f"{v:.1f}" for m, n, k, v in zip(b.M, b.N, b.K, b.pct_of_cublas)}
         s = summary(df)
         pct["**geometric mean**"] = f"**{s['geomean (%)']:.1f}**"
         pct["**minimum**"] = f"**{s['min (%)']:.1f}**"
