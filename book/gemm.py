@@ -1,8 +1,8 @@
 """The book's own FP32 SGEMM (chapter 9): ``book.sgemm(A, B)`` for any shape, a plan per shape.
 
 ``sgemm(A, B)`` multiplies float32 matrices of any M, N, K >= 1 -- contiguous, or rows of wider
-arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``; its entry with
-leading dimensions is ``09_sgemm.cu``) in the plan that a tuning run on this GPU found fastest
+arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``; ``09_sgemm.cu`` adds
+its entries for leading dimensions and split-K, and a build that times each block) in the plan that a tuning run on this GPU found fastest
 for the nearest shape of the suite. A plan is a tile configuration, a split-K count (``splits``
 blocks per tile of C, each over one slice of K into a workspace, the slices added by
 ``09_splitk.cu``), and, where N is not a multiple of 4, whether to copy B into 16-byte aligned
@@ -11,6 +11,8 @@ rows first.
     python -m book.gemm --tune      # on a GPU: check and time every plan on every suite shape,
                                      # save the fastest per shape (results/<gpu>/09_sgemm_plans.csv)
     python -m book.gemm --suite     # book.sgemm against cuBLAS on the suite (09_sgemm_suite.csv)
+    python -m book.gemm --timeline  # edge tiles in place or moved back, block by block
+                                     # (09_edge_timeline.csv)
 
 Every plan is checked before it is timed (``book.harness.measure.sweep``). Where no tuned table
 exists for this GPU (or on the CPU emulator) the default plan, chapter 8's tile, runs; below
@@ -79,7 +81,7 @@ class Plan:
 
     @property
     def spec(self) -> KernelSpec:
-        return _spec(self.config, self.splits > 1)
+        return _spec(self.config)
 
     @property
     def id(self) -> str:
@@ -117,28 +119,30 @@ class Plan:
         if reduction is None:
             kernel(grid, (A, B, C, *sizes))
             return
-        splits, reduce_grid, reduce_sizes = reduction
-        work = _arg(_workspace(splits * M * N))
+        reduce_grid, reduce_sizes = reduction
+        work = _arg(_workspace(grid[2] * M * N))
         kernel(grid, (A, B, work, *sizes))
         _reducer()(reduce_grid, (256,), (work, C, *reduce_sizes))
 
 
 @lru_cache(maxsize=4096)
 def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
-    """What ``plan.run`` launches for one shape, worked out once: the kernel, its grid and
-    integer arguments, and for split-K the slices and the reduction's grid and arguments."""
+    """What ``plan.run`` launches for one shape, worked out once: the kernel, its grid (the
+    split-K slices along z) and integer arguments, and for split-K the reduction's grid and
+    arguments (else None)."""
     if plan.config == FALLBACK:  # contiguous arrays only (sgemm copies views first)
         return _kernel(FALLBACK), _spec(FALLBACK).grid(M, N), _ints(M, N, K), None
     tiles = ceil_div(K, _BK[plan.config])
     splits = ceil_div(tiles, ceil_div(tiles, min(plan.splits, tiles)))  # no empty slice
-    gx, gy = _spec(plan.config).grid(M, N)
-    ldc_kernel = ldc if splits == 1 else N  # split-K writes a contiguous workspace
-    sizes = _ints(M, N, K) + (() if (lda, ldb, ldc_kernel) == (K, N, N) else
-                              _ints(lda, ldb, ldc_kernel))  # 6 arguments: matmul_async
-    kernel = _kernel(plan.config, splits > 1, len(sizes) > 3)
-    reduction = None if splits == 1 else (
-        splits, (min(ceil_div(M * N, 256), 4096),), _ints(M, N, ldc, splits))
-    return kernel, (gx, gy, splits), sizes, reduction
+    grid = (*_spec(plan.config).grid(M, N), splits)
+    if splits == 1:
+        contiguous = (lda, ldb, ldc) == (K, N, N)
+        sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb, ldc))
+        return _kernel(plan.config, False, not contiguous), grid, sizes, None
+    contiguous = (lda, ldb) == (K, N)  # the slices go to a contiguous workspace
+    sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb))
+    reduction = (min(ceil_div(M * N, 256), 4096),), _ints(M, N, ldc, splits)
+    return _kernel(plan.config, True, not contiguous), grid, sizes, reduction
 
 
 def _ints(*values):
@@ -178,14 +182,17 @@ def _workspace(size: int):
 @lru_cache(maxsize=None)
 def _kernel(config: str, split: bool = False, leading: bool = False):
     """Launch function of a configuration's compiled kernel, built once: ``launch(grid, args)``.
-    ``leading``: the entry point that takes leading dimensions (matmul_async_ld); else chapter
-    8's matmul_async, built with lda = K and ldb = ldc = N, which runs faster where the matrices
-    are contiguous. Both come from one compiled module. On the GPU the function is CuPy's own,
-    without the launch API's per-call checks (the callers have checked the arguments), so a call
-    costs no host work beyond the launch itself. Called only where the device can run it."""
-    spec = _spec(config, split)
-    if config != FALLBACK and not leading:
-        spec = dataclasses.replace(spec, name="matmul_async", leading_dims=False)
+    ``split``: the split-K entry (matmul_splitk, which writes slices of K into a workspace in
+    place of C), else chapter 8's matmul_async. ``leading``: the entry's variant that takes leading dimensions
+    (``_ld``); without, lda = K and ldb = ldc = N are built in, which runs faster where the
+    matrices are contiguous. All come from one compiled module. On the GPU the function is
+    CuPy's own, without the launch API's per-call checks (the callers have checked the
+    arguments), so a call costs no host work beyond the launch itself. Called only where the
+    device can run it."""
+    spec = _spec(config)
+    if config != FALLBACK:
+        name = ("matmul_splitk" if split else "matmul_async") + ("_ld" if leading else "")
+        spec = dataclasses.replace(spec, name=name, leading_dims=leading)
     fn, shared = _unchecked(spec.kernel()), spec.shared_mem(0)
     return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
 
@@ -197,12 +204,11 @@ def _unchecked(kernel):
 
 
 @lru_cache(maxsize=None)
-def _spec(config: str, split: bool = False) -> KernelSpec:
-    """The kernel of a configuration; ``split``: compiled with SPLITK = 1 (blockIdx.z takes a
-    slice of K), which costs the one-slice launch a few percent, so only split plans use it."""
+def _spec(config: str) -> KernelSpec:
+    """The kernel of a configuration (09_sgemm.cu's entry with leading dimensions)."""
     if config == FALLBACK:
         return warptile()
-    spec = async_tile(**CONFIGS[config], **({"SPLITK": 1} if split else {}))
+    spec = async_tile(**CONFIGS[config])
     return dataclasses.replace(spec, id="sgemm_" + spec.id, source="09_sgemm.cu",
                                name="matmul_async_ld", leading_dims=True)
 
@@ -441,6 +447,49 @@ def call_overhead(shapes=OVERHEAD_SHAPES, repeats: int = 200) -> pd.DataFrame:
     return df.assign(device=device_report()["name"], date=pd.Timestamp.today().date().isoformat())
 
 
+TIMELINE_FILE = "09_edge_timeline"
+
+
+def block_times(config: str, n: int, move_edges: bool = True, repeats: int = 3) -> pd.DataFrame:
+    """One launch of ``config`` at n x n x n, block by block (09_sgemm.cu's matmul_async_timed):
+    each block's tile (bx, by), whether it is an edge tile (the last row or column of tiles, the
+    ones that stick out where n is not a multiple of the tile), its start and end in microseconds
+    from the first start, and its SM. ``move_edges=False``: the build whose edge tiles stay put
+    and check every copy. The last of ``repeats`` launches is kept (the others warm up)."""
+    from .harness.check import device_inputs
+    spec = _spec(config)
+    spec = dataclasses.replace(spec, name="matmul_async_timed", leading_dims=False,
+                               defines=spec.defines + (("MOVE_EDGES", int(move_edges)),))
+    kernel, (gx, gy) = _unchecked(spec.kernel()), spec.grid(n, n)
+    A, B = device_inputs(n, n, n, seed=0)
+    C, T = xp.empty((n, n), dtype=xp.float32), xp.zeros(3 * gx * gy, dtype=xp.uint64)
+    for _ in range(repeats):
+        kernel((gx, gy), spec.block, (_arg(A), _arg(B), _arg(C), *_ints(n, n, n), _arg(T)),
+               shared_mem=spec.shared_mem(0))
+    t = (T.get() if BACKEND == "gpu" else T).reshape(-1, 3).astype(np.int64)
+    by, bx = np.divmod(np.arange(gx * gy), gx)
+    return pd.DataFrame({"bx": bx, "by": by, "edge": (bx == gx - 1) | (by == gy - 1),
+                         "start_us": (t[:, 0] - t[:, 0].min()) / 1e3,
+                         "end_us": (t[:, 1] - t[:, 0].min()) / 1e3, "sm": t[:, 2]})
+
+
+def edge_timeline(sizes=(1000, 1024), config: str = "64x128") -> pd.DataFrame:
+    """Per size and build (edge tiles in place, or moved back): the kernel's span and the median
+    time of an inner and of an edge block, from ``block_times``."""
+    from .harness.device import device_report
+    rows = []
+    for n in sizes:
+        for move in (False, True):
+            df = block_times(config, n, move)
+            took = df.end_us - df.start_us
+            rows.append({"n": n, "config": config, "edge tiles": "moved back" if move else "in place",
+                         "blocks": len(df), "kernel_us": df.end_us.max(),
+                         "inner_block_us": took[~df.edge].median(),
+                         "edge_block_us": took[df.edge].median()})
+    return pd.DataFrame(rows).assign(device=device_report()["name"],
+                                     date=pd.Timestamp.today().date().isoformat())
+
+
 def waves(shapes, config: str = "128x256", sms: int = 132) -> pd.DataFrame:
     """Why one tile size cannot fit every shape: the blocks a configuration launches per shape,
     the waves they make on ``sms`` SMs (one block per SM at a time, as chapter 8's kernels run),
@@ -558,6 +607,8 @@ def main(argv: list[str]) -> int:
         use_plans(plans)
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
+    if "--timeline" in argv:
+        print(results.keep(edge_timeline(), TIMELINE_FILE).round(1).to_string())
     return 0
 
 

@@ -51,18 +51,38 @@ def test_sgemm_refuses_an_out_of_the_wrong_shape():
         S.sgemm(a, b, out=xp.empty((6, 8), dtype=xp.float32))
 
 
+def _sgemm_on_wider_arrays(plan, monkeypatch, M, N, K, extras, seed):
+    """sgemm(A, B, out) with each of them X[:, :n] of an array `extras` floats wider (NaN
+    there); asserts that C is right and that out's padding is left as it was."""
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K: plan)
+    a, b = random_inputs(M, N, K, seed=seed)
+    wide = [to_device(np.pad(x, ((0, 0), (0, extra)), constant_values=np.nan))
+            for x, extra in zip((a, b, np.zeros((M, N), np.float32)), extras)]
+    got = S.sgemm(wide[0][:, :K], wide[1][:, :N], out=wide[2][:, :N])
+    assert relative_error(to_host(got), a.astype(np.float64) @ b) < TOLERANCE
+    assert np.isnan(to_host(wide[2])[:, N:]).all()
+
+
 @pytest.mark.parametrize("plan", [S.Plan("64x64"), S.Plan("128x256", 3), S.Plan("64x128", 1, True),
                                   S.Plan(S.FALLBACK)])
 def test_sgemm_takes_rows_of_wider_arrays(plan, monkeypatch):
-    """Leading dimensions: A, B and out as X[:, :n] of wider arrays (odd row lengths, so B's
-    rows are not 16-byte aligned); the padding of out is left as it was."""
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K: plan)
-    a, b = random_inputs(37, 30, 41, seed=5)
-    wide = [to_device(np.pad(x, ((0, 0), (0, extra)), constant_values=np.nan))
-            for x, extra in ((a, 3), (b, 5), (np.zeros((37, 30), np.float32), 7))]
-    got = S.sgemm(wide[0][:, :41], wide[1][:, :30], out=wide[2][:, :30])
-    assert relative_error(to_host(got), a.astype(np.float64) @ b) < TOLERANCE
-    assert np.isnan(to_host(wide[2])[:, 30:]).all()
+    """Leading dimensions: odd row lengths, so B's rows are not 16-byte aligned."""
+    _sgemm_on_wider_arrays(plan, monkeypatch, 37, 30, 41, (3, 5, 7), seed=5)
+
+
+@pytest.mark.parametrize("plan", [S.Plan("128x256"), S.Plan("64x64", 3), S.Plan("128x64", 1, True)])
+def test_edge_tiles_moved_back_store_only_their_own_part(plan, monkeypatch):
+    """N = 517 in rows of 520 (16-byte aligned): the edge tiles move back over their neighbours
+    and read B's padding past N (NaN here), which reaches only columns of C past N."""
+    _sgemm_on_wider_arrays(plan, monkeypatch, 300, 517, 70, (2, 3, 3), seed=9)
+
+
+def test_block_times_has_one_row_per_block_and_marks_the_edges():
+    df = S.block_times("64x64", 100)  # 2 x 2 tiles: all but (0, 0) stick out
+    assert list(df.edge) == [False, True, True, True]
+    assert (df.end_us >= df.start_us).all() and df.start_us.min() == 0
+    table = S.edge_timeline((100,), "64x64")
+    assert list(table["edge tiles"]) == ["in place", "moved back"]
 
 
 def test_pad_b_copies_only_misaligned_rows():

@@ -19,8 +19,8 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
-#ifndef SPLITK
-#define SPLITK 0  // 1: blockIdx.z picks a slice of K (chapter 9); 0 keeps the loop bounds constant
+#ifndef MOVE_EDGES
+#define MOVE_EDGES 1  // 0: edge tiles stay in place and check every copy (chapter 9 times both)
 #endif
 #define A_COPIES (BM * BK / THREADS)      // floats of A each thread copies per tile
 #define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte pieces of B
@@ -32,37 +32,47 @@ static_assert(A_COPIES >= 1 && B_COPIES >= 1 && A_COPIES * THREADS == BM * BK &&
               B_COPIES * THREADS * 4 == BK * BN && THREADS % BK == 0 && THREADS % (BN / 4) == 0,
               "every thread copies whole pieces of each tile, the same columns of every tile");
 
-// The kernel's body: C = A B where the rows of A, B and C are lda, ldb, ldc floats apart.
-// matmul_async (this chapter) calls it for contiguous matrices, lda = K and ldb = ldc = N, and
-// the compiler builds it with those constants in; chapter 9's 09_sgemm.cu calls it with leading
-// dimensions as BLAS takes them.
-__device__ __forceinline__ void async_tiles(const float* __restrict__ A,
-                                            const float* __restrict__ B, float* __restrict__ C,
-                                            int M, int N, int K, int lda, int ldb, int ldc) {
+// Where a block works. Its tile of C would start at (blockIdx.y * BM, blockIdx.x * BN); at the
+// bottom and right edges that tile sticks out of C. Where C holds a whole tile (M >= BM and
+// N >= BN), and B's rows start on 16-byte boundaries (ldb a multiple of 4) as the 16-byte copies
+// need, the edge tiles are moved back to end at the edge instead: every copy of A and B then
+// lies inside the matrices and needs no bounds check (B's rows are read in whole 16-byte pieces,
+// up to N rounded up to 4, which rows ldb apart hold). A moved tile overlaps the one before it;
+// it stores only its own rows and columns, from (row_from, col_from). Otherwise (small or
+// unaligned matrices) the tiles stay put and every copy is checked.
+struct TileSpot {
+    int m0, n0;              // the corner of the tile the block computes
+    int row_from, col_from;  // the first row and column it stores
+    bool inner;              // its copies need no bounds check (but k's in the last tile of K)
+};
+__device__ __forceinline__ TileSpot tile_spot(const float* B, int M, int N, int ldb) {
+    const int m = blockIdx.y * BM, n = blockIdx.x * BN, wide = (N + 3) & ~3;
+    const bool b16 = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
+    if (!MOVE_EDGES) return {m, n, m, n, b16 && m + BM <= M && n + BN <= N};
+    const bool inner = b16 && M >= BM && wide >= BN;
+    return {inner ? min(m, M - BM) : m, inner ? min(n, wide - BN) : n, m, n, inner};
+}
+
+// The main loop: acc += A B over the k tiles t0 .. t0 + tiles - 1 (k from t0 * BK), for the
+// block tile at (at.m0, at.n0); tiles >= 1. The rows of A and B are lda and ldb floats apart.
+__device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITER * TN],
+                                                 const float* __restrict__ A,
+                                                 const float* __restrict__ B, int M, int N,
+                                                 int K, int lda, int ldb, TileSpot at, int t0,
+                                                 int tiles, WarpPlace place) {
     extern __shared__ __align__(16) float stages[];  // STAGES_BYTES: the A tiles, then the B tiles
     float(*As)[BK][BM + PAD] = reinterpret_cast<float(*)[BK][BM + PAD]>(stages);  // k-major A
     float(*Bs)[BK][BN] = reinterpret_cast<float(*)[BK][BN]>(stages + STAGES * BK * (BM + PAD));
-    const int tid = threadIdx.x, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const WarpPlace place = warp_place();
-    float acc[WMITER * TM][WNITER * TN] = {};
-#if SPLITK
-    // Split-K (chapter 9): block z computes the tiles t0 .. t0 + tiles - 1 of K and stores its
-    // partial sums in slice z of C (gridDim.z slices of M x N; a reduction adds them).
-    const int all = CEIL_DIV(K, BK), per = CEIL_DIV(all, (int)gridDim.z);
-    const int t0 = blockIdx.z * per, tiles = min(per, all - t0);
-    C += (long long)blockIdx.z * M * ldc;
-#else
-    const int t0 = 0, tiles = CEIL_DIV(K, BK);  // this chapter: all of K, straight into C
-#endif
+    const int tid = threadIdx.x, m0 = at.m0, n0 = at.n0;
 
     // This thread's pieces of every tile: A rows ra + l * A_STEP at column ca (k), B rows
-    // rb + l * B_STEP at columns cb .. cb + 3. Where the block's tiles lie wholly inside the
-    // matrices (all but the edge blocks) they are copied without any bounds check -- if B's rows
-    // start on 16-byte boundaries (ldb a multiple of 4), as the 16-byte copies need. The edge
-    // blocks check every copy (src-size 0 writes zeros and reads nothing).
+    // rb + l * B_STEP at columns cb .. cb + 3. Copied without bounds checks where the tile is
+    // inner (see tile_spot) and its k's lie inside K; otherwise every copy is checked (src-size 0
+    // writes zeros and reads nothing) -- the last tile of K, and all tiles of small or unaligned
+    // matrices.
     const int ra = tid / BK, ca = tid % BK, rb = tid / (BN / 4), cb = 4 * (tid % (BN / 4));
     const bool b16 = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
-    const bool inner = m0 + BM <= M && n0 + BN <= N && b16;
+    const bool inner = at.inner;
     auto copy_tile = [&](int s, int t) {  // tile t (k from t * BK) into stage s
         const int k0 = t * BK;
         if (inner && k0 + BK <= K) {
@@ -98,13 +108,6 @@ __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
             }
         }
     };
-#if SPLITK
-    if (tiles <= 0) {  // an empty slice of K (the host avoids them): its partial sums are zero
-        warp_tile_store(C, M, N, ldc, m0, n0, acc, place);
-        return;
-    }
-#endif
-
 #pragma unroll
     for (int t = 0; t < STAGES - 1; ++t) {  // fill all stages but one
         if (t < tiles) copy_tile(t, t0 + t);
@@ -130,7 +133,20 @@ __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
             outer_product(acc, a[k % 2], b[k % 2]);
         }
     }
-    warp_tile_store(C, M, N, ldc, m0, n0, acc, place);
+}
+
+// The kernel's body: C = A B where the rows of A, B and C are lda, ldb, ldc floats apart.
+// matmul_async (this chapter) calls it for contiguous matrices, lda = K and ldb = ldc = N, and
+// the compiler builds it with those constants in; chapter 9's 09_sgemm.cu calls it with leading
+// dimensions as BLAS takes them.
+__device__ __forceinline__ void async_tiles(const float* __restrict__ A,
+                                            const float* __restrict__ B, float* __restrict__ C,
+                                            int M, int N, int K, int lda, int ldb, int ldc) {
+    const WarpPlace place = warp_place();
+    const TileSpot at = tile_spot(B, M, N, ldb);
+    float acc[WMITER * TM][WNITER * TN] = {};
+    async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
+    warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)

@@ -114,24 +114,27 @@ __device__ __forceinline__ void warp_tile_fma(float (&acc)[WMITER * TM][WNITER *
 }
 
 // Writes the accumulators into C (rows ldc floats apart) at block corner (m0, n0), 16 bytes at a
-// time where possible.
+// time where possible; only rows from row_from and columns from col_from (a multiple of 4), for
+// tiles moved back over their neighbours (08_async.cu).
 __device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, int N, int ldc,
                                                 int m0, int n0,
                                                 const float (&acc)[WMITER * TM][WNITER * TN],
-                                                WarpPlace p) {
+                                                WarpPlace p, int row_from = 0,
+                                                int col_from = 0) {
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
             const float* r = acc[wm * TM + i];
             const int row = m0 + p.wrow * WM + wm * WSUBM + p.trow * TM + i;
+            if (row < row_from) continue;
 #pragma unroll
             for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
                 for (int j = 0; j < TN; j += 4) {
-                    const int c = wn * TN + j;
-                    store4(C, row, n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j, M, N, ldc,
-                           make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]));
+                    const int c = wn * TN + j, col = n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j;
+                    if (col >= col_from)
+                        store4(C, row, col, M, N, ldc, make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]));
                 }
         }
 }
