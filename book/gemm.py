@@ -1,9 +1,10 @@
 """The book's own FP32 SGEMM (chapter 9): ``book.sgemm(A, B)`` for any shape, a plan per shape.
 
 ``sgemm(A, B)`` multiplies float32 matrices of any M, N, K >= 1 -- contiguous, or rows of wider
-arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``; ``09_sgemm.cu`` adds
-its entries for leading dimensions and split-K, and a build that times each block) in the plan that a tuning run on this GPU found fastest
-for the nearest shape of the suite. A plan is a tile configuration, a split-K count (``splits``
+arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``;
+``09_sgemm.cu`` adds its entries for leading dimensions and split-K, and a build that times each
+block) in the plan that a tuning run on this GPU found fastest for the nearest shape of the
+suite. A plan is a tile configuration, a split-K count (``splits``
 blocks per tile of C, each over one slice of K into a workspace, the slices added by
 ``09_splitk.cu``), and, where N is not a multiple of 4, whether to copy B into 16-byte aligned
 rows first.
@@ -183,10 +184,10 @@ def _workspace(size: int):
 def _kernel(config: str, split: bool = False, leading: bool = False):
     """Launch function of a configuration's compiled kernel, built once: ``launch(grid, args)``.
     ``split``: the split-K entry (matmul_splitk, which writes slices of K into a workspace in
-    place of C), else chapter 8's matmul_async. ``leading``: the entry's variant that takes leading dimensions
-    (``_ld``); without, lda = K and ldb = ldc = N are built in, which runs faster where the
-    matrices are contiguous. All come from one compiled module. On the GPU the function is
-    CuPy's own, without the launch API's per-call checks (the callers have checked the
+    place of C), else chapter 8's matmul_async. ``leading``: the entry's variant that takes
+    leading dimensions (``_ld``); without, lda = K and ldb = ldc = N are built in, which runs
+    faster where the matrices are contiguous. All come from one compiled module. On the GPU the
+    function is CuPy's own, without the launch API's per-call checks (the callers have checked the
     arguments), so a call costs no host work beyond the launch itself. Called only where the
     device can run it."""
     spec = _spec(config)
@@ -482,8 +483,9 @@ def edge_timeline(sizes=(1000, 1024), config: str = "64x128") -> pd.DataFrame:
         for move in (False, True):
             df = block_times(config, n, move)
             took = df.end_us - df.start_us
-            rows.append({"n": n, "config": config, "edge tiles": "moved back" if move else "in place",
-                         "blocks": len(df), "kernel_us": df.end_us.max(),
+            rows.append({"n": n, "config": config,
+                         "edge tiles": "moved back" if move else "in place", "blocks": len(df),
+                         "kernel_us": df.end_us.max(),
                          "inner_block_us": took[~df.edge].median(),
                          "edge_block_us": took[df.edge].median()})
     return pd.DataFrame(rows).assign(device=device_report()["name"],

@@ -6,13 +6,12 @@
 // any leading dimension (measured on an H100 and an H200); each entry keeps its own build.
 //
 // Split-K: with few tiles of C and a long K, one block per tile leaves SMs idle. The split
-//   entries launch gridDim.z blocks per tile, block z over slice z of K. Each stores its partial
-//   sums in slice z of a workspace W (M x N floats per slice) and counts itself in the tile's
-//   flag; the block that arrives last adds the slices, in order z = 0, 1, ..., so the sum does
-//   not depend on which block came last, writes C and resets the flag for the next launch. No second kernel: the fix-up of one tile overlaps the main loops of
-//   others, and the host launches once.
-// Launch: as matmul_async, with lda >= K, ldb >= N, ldc >= N after M, N, K. The split entries
-//   also take W (gridDim.z * M * N floats) and flags (gridDim.x * gridDim.y zeros, left zero).
+//   entries launch gridDim.z blocks per tile, block z over slice z of K, each storing its partial
+//   sums in slice z of a workspace W (M x N floats per slice); 09_splitk.cu then adds the slices
+//   into C. (Adding them in the last block of each tile instead, which saves the second launch,
+//   ran slower on an H200 at every split shape of the suite: 85-90% of cuBLAS against 93-94%.)
+// Launch: matmul_async_ld as matmul_async, with lda >= K, ldb >= N, ldc >= N after M, N, K; the
+//   split entries take W (gridDim.z * M * N floats) in place of C (matmul_splitk_ld: and lda, ldb).
 #include "08_async.cu"
 #ifndef __CUDA_ARCH__
 #include <chrono>  // the CPU emulator's clock for matmul_async_timed
