@@ -6,7 +6,9 @@ arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``
 block) in the plan that a tuning run on this GPU found fastest for the nearest shape of the
 suite. A plan is a tile configuration, a split-K count (``splits``
 blocks per tile of C, each over one slice of K into a workspace, the slices added by
-``09_splitk.cu``), and, where N is not a multiple of 4, whether to copy B into 16-byte aligned
+``09_splitk.cu``) or stream-K (the whole waves one block per tile, then as many blocks as the
+GPU runs at once sharing the steps of the tiles left, their pieces added by a fix-up;
+``09_sgemm.cu``), and, where N is not a multiple of 4, whether to copy B into 16-byte aligned
 rows first.
 
     python -m book.gemm --tune      # on a GPU: check and time every plan on every suite shape,
@@ -51,6 +53,10 @@ CONFIGS = {
 }
 """The dispatcher's candidate configurations of 08_async.cu (changes to ``registry.ASYNC``)."""
 
+STREAMK_CONFIGS = ("128x256", "128x128", "64x128/3s")
+"""Configurations the tuner tries with stream-K: on an H100, with every configuration tried,
+only these three were ever the fastest stream-K plan of a suite shape."""
+
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
 """Split-K counts the tuner tries where a shape has too few tiles of C to fill the GPU."""
 
@@ -70,15 +76,20 @@ OVERHEAD_FILE = "09_sgemm_overhead"
 
 @dataclass(frozen=True)
 class Plan:
-    """One way to compute a shape: a configuration of 08_async.cu, a split-K count, and whether
-    to copy B into rows that start on 16-byte boundaries first (``pad_b``; only where B's rows do
-    not: N or ldb not a multiple of 4). It launches like a registry entry, so ``sweep`` and
-    ``check_kernels`` take it as they are."""
+    """One way to compute a shape: a configuration of 08_async.cu, a split-K count or stream-K
+    (``streamk``; then ``splits`` is 1), and whether to copy B into rows that start on 16-byte
+    boundaries first (``pad_b``; only where B's rows do not: N or ldb not a multiple of 4). It
+    launches like a registry entry, so ``sweep`` and ``check_kernels`` take it as they are."""
 
     config: str
     splits: int = 1
     pad_b: bool = False
+    streamk: bool = False
     chapter = 9
+
+    def __post_init__(self):
+        if self.streamk and self.splits != 1:
+            raise ValueError(f"a plan is split-K or stream-K, not both (splits={self.splits})")
 
     @property
     def spec(self) -> KernelSpec:
@@ -86,12 +97,13 @@ class Plan:
 
     @property
     def id(self) -> str:
-        return f"sgemm_{self.config}_k{self.splits}" + ("_padb" if self.pad_b else "")
+        return (f"sgemm_{self.config}_" + ("sk" if self.streamk else f"k{self.splits}")
+                + ("_padb" if self.pad_b else ""))
 
     @property
     def label(self) -> str:
         return (f"{self.config} tiles" + (f", split-K {self.splits}" if self.splits > 1 else "")
-                + (", B padded" if self.pad_b else ""))
+                + (", stream-K" if self.streamk else "") + (", B padded" if self.pad_b else ""))
 
     @property
     def leading_dims(self) -> bool:
@@ -109,12 +121,17 @@ class Plan:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
         self.run(A, B, C, M, N, K, *self.spec.row_lengths(A, B, C, M, N, K))
 
-    def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> None:
+    def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
+            shares: int | None = None) -> None:
         """Launch on arrays whose rows are lda, ldb, ldc floats apart (on the GPU they may be
         views into wider arrays; on the CPU each array's shape[1] is its leading dimension).
-        The caller has checked them."""
+        The caller has checked them. ``shares``: stream-K's count of blocks that share the
+        tiles left after the whole waves (default: as many as the GPU runs at once)."""
         if self.pad_b and (ldb % 4 or _address(B) % 16):
             B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
+        if self.streamk:
+            self._streamk(A, B, C, M, N, K, lda, ldb, ldc, shares)
+            return
         kernel, grid, sizes, reduction = _launches(self, M, N, K, lda, ldb, ldc)
         A, B, C = _arg(A), _arg(B), _arg(C)
         if reduction is None:
@@ -125,6 +142,48 @@ class Plan:
         kernel(grid, (A, B, work, *sizes))
         _reducer()(reduce_grid, (256,), (work, C, *reduce_sizes))
 
+    def _streamk(self, A, B, C, M, N, K, lda, ldb, ldc, shares):
+        """Stream-K: one block per tile for the whole waves, then ``shares`` blocks over equal
+        shares of the steps of the tiles left; then the fix-up that adds the pieces."""
+        tile_m, tile_n = self.spec.tile
+        tiles, steps = ceil_div(M, tile_m) * ceil_div(N, tile_n), ceil_div(K, _BK[self.config])
+        shares = min(tiles * steps, shares or _resident_blocks(self.config))
+        whole = tiles // shares * shares
+        contiguous = (lda, ldb, ldc) == (K, N, N)
+        sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb, ldc))
+        ld = "" if contiguous else "_ld"
+        if whole:
+            _kernel(self.config, "matmul_tiles" + ld)((whole,), (_arg(A), _arg(B), _arg(C), *sizes))
+        if whole == tiles:
+            return
+        work_area = _arg(_workspace(2 * shares * tile_m * tile_n))
+        _kernel(self.config, "matmul_streamk" + ld)(
+            (shares,), (_arg(A), _arg(B), _arg(C), work_area, *sizes, *_ints(shares)))
+        if shares > 1:
+            parts = tile_m * tile_n // (16 * self.spec.block[0])  # FIXUP_FLOATS per part
+            sizes = _ints(M, N, K, ldb, ldc, shares)
+            _kernel(self.config, "streamk_fixup")((shares - 1, parts),
+                                                  (work_area, _arg(C), _arg(B), *sizes))
+
+
+STREAMK_CPU_BLOCKS = 5
+"""Stream-K's shares on the CPU emulator (it runs one block at a time): few and odd, so the
+tests' small shapes still split tiles among blocks."""
+
+
+@lru_cache(maxsize=None)
+def _resident_blocks(config: str) -> int:
+    """Stream-K blocks of a configuration that the GPU runs at once: SMs x the driver's blocks
+    per SM for the stream-K entry (its loops hold more registers than matmul_async)."""
+    if BACKEND != "gpu":
+        return STREAMK_CPU_BLOCKS
+    from .harness.device import device_report
+    spec = dataclasses.replace(_spec(config), name="matmul_streamk")
+    fn = _unchecked(spec.kernel())
+    per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+        getattr(fn, "kernel", fn).ptr, spec.block[0], spec.shared_mem(0))
+    return device_report()["sms"] * max(per_sm, 1)
+
 
 @lru_cache(maxsize=4096)
 def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
@@ -132,18 +191,20 @@ def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
     split-K slices along z) and integer arguments, and for split-K the reduction's grid and
     arguments (else None)."""
     if plan.config == FALLBACK:  # contiguous arrays only (sgemm copies views first)
-        return _kernel(FALLBACK), _spec(FALLBACK).grid(M, N), _ints(M, N, K), None
+        return _kernel(FALLBACK, ""), _spec(FALLBACK).grid(M, N), _ints(M, N, K), None
     tiles = ceil_div(K, _BK[plan.config])
     splits = ceil_div(tiles, ceil_div(tiles, min(plan.splits, tiles)))  # no empty slice
     grid = (*_spec(plan.config).grid(M, N), splits)
     if splits == 1:
         contiguous = (lda, ldb, ldc) == (K, N, N)
         sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb, ldc))
-        return _kernel(plan.config, False, not contiguous), grid, sizes, None
+        kernel = _kernel(plan.config, "matmul_async" + ("" if contiguous else "_ld"))
+        return kernel, grid, sizes, None
     contiguous = (lda, ldb) == (K, N)  # the slices go to a contiguous workspace
     sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb))
     reduction = (min(ceil_div(M * N, 256), 4096),), _ints(M, N, ldc, splits)
-    return _kernel(plan.config, True, not contiguous), grid, sizes, reduction
+    kernel = _kernel(plan.config, "matmul_splitk" + ("" if contiguous else "_ld"))
+    return kernel, grid, sizes, reduction
 
 
 def _ints(*values):
@@ -181,20 +242,20 @@ def _workspace(size: int):
 
 
 @lru_cache(maxsize=None)
-def _kernel(config: str, split: bool = False, leading: bool = False):
-    """Launch function of a configuration's compiled kernel, built once: ``launch(grid, args)``.
-    ``split``: the split-K entry (matmul_splitk, which writes slices of K into a workspace in
-    place of C), else chapter 8's matmul_async. ``leading``: the entry's variant that takes
-    leading dimensions (``_ld``); without, lda = K and ldb = ldc = N are built in, which runs
-    faster where the matrices are contiguous. All come from one compiled module. On the GPU the
-    function is CuPy's own, without the launch API's per-call checks (the callers have checked the
-    arguments), so a call costs no host work beyond the launch itself. Called only where the
-    device can run it."""
+def _kernel(config: str, entry: str):
+    """Launch function of an entry of a configuration's compiled module (09_sgemm.cu), built
+    once: ``launch(grid, args)``. The entries: chapter 8's ``matmul_async``, ``matmul_splitk``
+    (slices of K into a workspace in place of C), ``matmul_streamk`` and ``streamk_fixup``;
+    those ending in ``_ld`` take leading dimensions, the others build in lda = K and
+    ldb = ldc = N, which runs faster where the matrices are contiguous. The fallback has one
+    entry (``entry`` ""). On the GPU the function is CuPy's own, without the launch API's
+    per-call checks (the callers have checked the arguments), so a call costs no host work beyond
+    the launch itself. Called only where the device can run it."""
     spec = _spec(config)
     if config != FALLBACK:
-        name = ("matmul_splitk" if split else "matmul_async") + ("_ld" if leading else "")
-        spec = dataclasses.replace(spec, name=name, leading_dims=leading)
-    fn, shared = _unchecked(spec.kernel()), spec.shared_mem(0)
+        spec = dataclasses.replace(spec, name=entry, leading_dims=entry.endswith("_ld"))
+    fn = _unchecked(spec.kernel())
+    shared = 0 if entry == "streamk_fixup" else spec.shared_mem(0)
     return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
 
 
@@ -226,34 +287,39 @@ _BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
 
 
 def plan_by_id(plan_id: str) -> Plan:
-    """The plan whose id is ``plan_id``: ``sgemm_<config>_k<splits>``, ``_padb`` at the end where
-    B is padded (the ids in results files)."""
-    m = re.fullmatch(r"sgemm_(.+)_k(\d+)(_padb)?", plan_id)
-    if not m or (m.group(1) not in CONFIGS and m.group(1) != FALLBACK) or int(m.group(2)) < 1:
+    """The plan whose id is ``plan_id``: ``sgemm_<config>_k<splits>``, or ``sgemm_<config>_sk``
+    for stream-K, ``_padb`` at the end where B is padded (the ids in results files)."""
+    m = re.fullmatch(r"sgemm_(.+)_(?:k(\d+)|(sk))(_padb)?", plan_id)
+    if (not m or (m.group(1) not in CONFIGS and m.group(1) != FALLBACK)
+            or (m.group(2) and int(m.group(2)) < 1)):
         raise KeyError(f"no book.sgemm plan {plan_id!r}: plan ids are sgemm_<config>_k<splits> "
-                       f"with an optional _padb, the configurations {', '.join(CONFIGS)} and "
-                       f"{FALLBACK}")
-    return Plan(m.group(1), int(m.group(2)), bool(m.group(3)))
+                       f"or sgemm_<config>_sk with an optional _padb, the configurations "
+                       f"{', '.join(CONFIGS)} and {FALLBACK}")
+    return Plan(m.group(1), int(m.group(2) or 1), bool(m.group(4)), bool(m.group(3)))
 
 
 def sanitizer_plans() -> list[Plan]:
     """The plans ``python -m book.profile.sanitize`` runs: every configuration with and without
-    split-K, B padded, and the fallback."""
-    return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan("64x128", 1, True)]
-            + [Plan(FALLBACK)])
+    split-K, with stream-K, B padded, and the fallback."""
+    return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan(c, streamk=True) for c in CONFIGS]
+            + [Plan("64x128", 1, True)] + [Plan(FALLBACK)])
 
 
 def candidates(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
-    """The plans the tuner tries for one shape: every configuration without split-K, and split-K
-    for configurations whose tiles of C are fewer than two waves of ``sms`` blocks; where N is
-    not a multiple of 4, each of them with B copied into aligned rows as well."""
+    """The plans the tuner tries for one shape: every configuration without split-K, those of
+    STREAMK_CONFIGS with stream-K, and split-K for configurations whose tiles of C are fewer than
+    two waves of ``sms`` blocks; where N is not a multiple of 4, each of them with B copied into
+    aligned rows as well."""
     plans = []
+    pads = (False, True) if N % 4 else (False,)
     for name in CONFIGS:
         blocks = math.prod(_spec(name).grid(M, N))
         k_tiles = ceil_div(K, _BK[name])
         for s in SPLITS:
             if s == 1 or (blocks < 2 * sms and s <= k_tiles // 4 and s * M * N * 4 <= 2 << 30):
-                plans += [Plan(name, s, pad) for pad in ((False, True) if N % 4 else (False,))]
+                plans += [Plan(name, s, pad) for pad in pads]
+        if name in STREAMK_CONFIGS:
+            plans += [Plan(name, 1, pad, streamk=True) for pad in pads]
     return plans
 
 
@@ -383,7 +449,8 @@ def tune(shapes=None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame
         best = ok.loc[ok.gflops.idxmax()]
         plan = plans[best.kernel]
         rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "config": plan.config,
-                     "splits": plan.splits, "pad_b": plan.pad_b, "gflops": best.gflops,
+                     "splits": plan.splits, "streamk": plan.streamk, "pad_b": plan.pad_b,
+                     "gflops": best.gflops,
                      "pct_of_cublas": best.pct_of_cublas, "plans_tried": len(ok),
                      "device": best.device, "date": best.date})
         if progress:
@@ -508,16 +575,22 @@ def waves(shapes, config: str = "128x256", sms: int = 132) -> pd.DataFrame:
 
 
 def what_helped(candidates_df: pd.DataFrame) -> pd.DataFrame:
-    """Per shape, from a tuning run: chapter 8's tile alone, the best tile without split-K, and
-    the best plan, each as % of the cuBLAS run timed beside them."""
+    """Per shape, from a tuning run: chapter 8's tile alone, the best plan of one block per tile
+    of C, the best split-K plan, the best stream-K plan, and the best plan, each as % of the
+    cuBLAS run timed beside them (NaN where the tuner tried none of a kind)."""
     ok = candidates_df[(candidates_df.status == "ok") & (candidates_df.kernel != "cublas")].copy()
-    ok["splits"] = ok.kernel.str.extract(r"_k(\d+)", expand=False).astype(int)
+    ok["kind"] = np.select([ok.kernel.str.contains(r"_sk(?:_padb)?$"),
+                            ok.kernel.str.contains(r"_k1(?:_padb)?$")],
+                           ["stream-K", "tile"], "split-K")
     rows = []
     for (M, N, K), g in ok.groupby(["M", "N", "K"], sort=False):
         fixed = g[g.kernel == DEFAULT.id].pct_of_cublas
+        best = {kind: g[g.kind == kind].pct_of_cublas.max()
+                for kind in ("tile", "split-K", "stream-K")}
         rows.append({"M": M, "N": N, "K": K,
                      "chapter 8's tile (%)": fixed.iloc[0] if len(fixed) else float("nan"),
-                     "best tile (%)": g[g.splits == 1].pct_of_cublas.max(),
+                     "best tile (%)": best["tile"], "best split-K (%)": best["split-K"],
+                     "best stream-K (%)": best["stream-K"],
                      "best plan (%)": g.pct_of_cublas.max(),
                      "best plan": g.loc[g.pct_of_cublas.idxmax(), "label"]})
     return pd.DataFrame(rows).set_index(["M", "N", "K"])
@@ -557,8 +630,10 @@ def _plan_label(plans: pd.DataFrame, shape) -> str:
 
 
 def _plan(row) -> Plan:
-    """The plan of one row of a plans table (tables saved before ``pad_b`` existed lack it)."""
-    return Plan(row.config, int(row.splits), bool(row.get("pad_b", False)))
+    """The plan of one row of a plans table (tables saved before ``pad_b`` or ``streamk``
+    existed lack them)."""
+    return Plan(row.config, int(row.splits), bool(row.get("pad_b", False)),
+                bool(row.get("streamk", False)))
 
 
 def recorded_suites(live: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:

@@ -1,4 +1,5 @@
-"""book.sgemm: every plan (configuration x split-K) right on odd shapes, clear errors, dispatch."""
+"""book.sgemm: every plan (configuration x split-K / stream-K) right on odd shapes, clear errors,
+dispatch."""
 import numpy as np
 import pytest
 
@@ -12,7 +13,7 @@ ODD = [(1, 1, 1), (33, 17, 65), (65, 64, 63), (7, 300, 600), (130, 70, 33)]
 
 @pytest.mark.parametrize("config", list(S.CONFIGS))
 def test_every_plan_is_right_on_odd_shapes(config):
-    plans = [S.Plan(config, s) for s in (1, 2, 3, 8)]
+    plans = [S.Plan(config, s) for s in (1, 2, 3, 8)] + [S.Plan(config, streamk=True)]
     table = check_kernels(plans, ODD)
     assert (table == "ok").all().all(), table.to_string()
 
@@ -22,6 +23,24 @@ def test_split_k_never_leaves_a_slice_of_k_empty():
     a, b = random_inputs(20, 24, 40, seed=2)
     out = run_matmul(S.Plan("128x256", 8), a, b)
     assert relative_error(out, a.astype(np.float64) @ b) < TOLERANCE
+
+
+@pytest.mark.parametrize("shares", [1, 2, 4, 7, 15, 16, 75])
+def test_stream_k_is_right_however_the_steps_are_shared(shares):
+    """130 x 300 x 70 in 64 x 64 tiles: 15 tiles of 5 k-steps. With 1 and 15 shares every tile
+    goes whole; with 2, 4 and 7, 14, 12 and 14 tiles go whole and the 1, 3 and 1 tiles left are
+    shared (7 shares of 5 steps: some are empty); 16 and 75 shares share all 75 steps, 75 one
+    step each."""
+    a, b = random_inputs(130, 300, 70, seed=shares)
+    C = xp.full((130, 300), xp.nan, dtype=xp.float32)
+    S.Plan("64x64", streamk=True).run(to_device(a), to_device(b), C, 130, 300, 70, 70, 300, 300,
+                                      shares=shares)
+    assert relative_error(to_host(C), a.astype(np.float64) @ b) < TOLERANCE
+
+
+def test_a_plan_is_split_k_or_stream_k():
+    with pytest.raises(ValueError, match="split-K or stream-K, not both"):
+        S.Plan("64x64", 3, streamk=True)
 
 
 def test_sgemm_takes_any_shape_and_writes_into_out():
@@ -64,13 +83,14 @@ def _sgemm_on_wider_arrays(plan, monkeypatch, M, N, K, extras, seed):
 
 
 @pytest.mark.parametrize("plan", [S.Plan("64x64"), S.Plan("128x256", 3), S.Plan("64x128", 1, True),
-                                  S.Plan(S.FALLBACK)])
+                                  S.Plan("64x64", streamk=True), S.Plan(S.FALLBACK)])
 def test_sgemm_takes_rows_of_wider_arrays(plan, monkeypatch):
     """Leading dimensions: odd row lengths, so B's rows are not 16-byte aligned."""
     _sgemm_on_wider_arrays(plan, monkeypatch, 37, 30, 41, (3, 5, 7), seed=5)
 
 
-@pytest.mark.parametrize("plan", [S.Plan("128x256"), S.Plan("64x64", 3), S.Plan("128x64", 1, True)])
+@pytest.mark.parametrize("plan", [S.Plan("128x256"), S.Plan("64x64", 3), S.Plan("128x64", 1, True),
+                                  S.Plan("64x128", streamk=True)])
 def test_edge_tiles_moved_back_store_only_their_own_part(plan, monkeypatch):
     """N = 517 in rows of 520 (16-byte aligned): the edge tiles move back over their neighbours
     and read B's padding past N (NaN here), which reaches only columns of C past N."""
@@ -109,7 +129,8 @@ def test_the_suite_has_every_kind_of_shape():
 
 def test_the_tuner_tries_split_k_only_where_tiles_are_few():
     big = S.candidates(8192, 8192, 8192)
-    assert all(p.splits == 1 for p in big) and len(big) == len(S.CONFIGS)
+    assert all(p.splits == 1 for p in big) and len(big) == len(S.CONFIGS) + len(S.STREAMK_CONFIGS)
+    assert {p.config for p in big if p.streamk} == set(S.STREAMK_CONFIGS)
     assert any(p.splits > 1 for p in S.candidates(1024, 1024, 16384))
 
 

@@ -22,10 +22,21 @@ def show_device(full: bool = False):
     return Markdown(f"Running on {what}; host {d['host_cpu']}, {d['cpu_cores']} cores.")
 
 
-def show_source(filename: str):
-    """A kernel file from book/kernels/ as a highlighted code block."""
+def show_source(filename: str, start: str | None = None, end: str | None = None):
+    """A kernel file from book/kernels/ as a highlighted code block: all of it, or from the
+    first line that contains ``start`` up to (not including) the next line that contains
+    ``end`` (to the end of the file without one)."""
     from IPython.display import Markdown
-    return Markdown(f"```cuda\n{resolve(filename).read_text().rstrip()}\n```")
+    lines = resolve(filename).read_text().rstrip().splitlines()
+    if start is not None:
+        first = next((i for i, line in enumerate(lines) if start in line), None)
+        if first is None:
+            raise ValueError(f"{filename} has no line containing {start!r}")
+        after = range(first + 1, len(lines))
+        last = next((i for i in after if end is not None and end in lines[i]), len(lines))
+        lines = lines[first:last]
+    text = "\n".join(lines).rstrip()
+    return Markdown(f"```cuda\n{text}\n```")
 
 
 def glue(name: str, value, display: bool = False) -> None:

@@ -32,25 +32,28 @@ static_assert(A_COPIES >= 1 && B_COPIES >= 1 && A_COPIES * THREADS == BM * BK &&
               B_COPIES * THREADS * 4 == BK * BN && THREADS % BK == 0 && THREADS % (BN / 4) == 0,
               "every thread copies whole pieces of each tile, the same columns of every tile");
 
-// Where a block works. Its tile of C would start at (blockIdx.y * BM, blockIdx.x * BN); at the
-// bottom and right edges that tile sticks out of C. Where C holds a whole tile (M >= BM and
-// N >= BN), and B's rows start on 16-byte boundaries (ldb a multiple of 4) as the 16-byte copies
-// need, the edge tiles are moved back to end at the edge instead: every copy of A and B then
-// lies inside the matrices and needs no bounds check (B's rows are read in whole 16-byte pieces,
-// up to N rounded up to 4, which rows ldb apart hold). A moved tile overlaps the one before it;
-// it stores only its own rows and columns, from (row_from, col_from). Otherwise (small or
-// unaligned matrices) the tiles stay put and every copy is checked.
+// Where a block works: on the tile of C in tile row tile_row and column tile_col (blockIdx.y and
+// blockIdx.x here, chapter 9's stream-K a tile index). That tile would start at
+// (tile_row * BM, tile_col * BN); at the bottom and right edges it sticks out of C. Where C holds
+// a whole tile (M >= BM and N >= BN), and B's rows start on 16-byte boundaries (ldb a multiple of
+// 4) as the 16-byte copies need, the edge tiles are moved back to end at the edge instead: every
+// copy of A and B then lies inside the matrices and needs no bounds check (B's rows are read in
+// whole 16-byte pieces, up to N rounded up to 4, which rows ldb apart hold). A moved tile
+// overlaps the one before it; it stores only its own rows and columns, from (row_from,
+// col_from). Otherwise (small or unaligned matrices) the tiles stay put and every copy is checked.
 struct TileSpot {
     int m0, n0;              // the corner of the tile the block computes
     int row_from, col_from;  // the first row and column it stores
     bool inner;              // its copies need no bounds check (but k's in the last tile of K)
+    bool b16;                // B's rows start on 16-byte boundaries
 };
-__device__ __forceinline__ TileSpot tile_spot(const float* B, int M, int N, int ldb) {
-    const int m = blockIdx.y * BM, n = blockIdx.x * BN, wide = (N + 3) & ~3;
+__device__ __forceinline__ TileSpot tile_spot(int tile_row, int tile_col, const float* B, int M,
+                                              int N, int ldb) {
+    const int m = tile_row * BM, n = tile_col * BN, wide = (N + 3) & ~3;
     const bool b16 = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
-    if (!MOVE_EDGES) return {m, n, m, n, b16 && m + BM <= M && n + BN <= N};
+    if (!MOVE_EDGES) return {m, n, m, n, b16 && m + BM <= M && n + BN <= N, b16};
     const bool inner = b16 && M >= BM && wide >= BN;
-    return {inner ? min(m, M - BM) : m, inner ? min(n, wide - BN) : n, m, n, inner};
+    return {inner ? min(m, M - BM) : m, inner ? min(n, wide - BN) : n, m, n, inner, b16};
 }
 
 // The main loop: acc += A B over the k tiles t0 .. t0 + tiles - 1 (k from t0 * BK), for the
@@ -71,11 +74,9 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
     // writes zeros and reads nothing) -- the last tile of K, and all tiles of small or unaligned
     // matrices.
     const int ra = tid / BK, ca = tid % BK, rb = tid / (BN / 4), cb = 4 * (tid % (BN / 4));
-    const bool b16 = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
-    const bool inner = at.inner;
     auto copy_tile = [&](int s, int t) {  // tile t (k from t * BK) into stage s
         const int k0 = t * BK;
-        if (inner && k0 + BK <= K) {
+        if (at.inner && k0 + BK <= K) {
             const float* a = A + (long long)(m0 + ra) * lda + k0 + ca;
             const float* b = B + (long long)(k0 + rb) * ldb + n0 + cb;
 #pragma unroll
@@ -97,7 +98,7 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
             const int r = k0 + rb + l * B_STEP, c = n0 + cb;
             float* dst = &Bs[s][rb + l * B_STEP][cb];
             const float* row = B + (long long)(r < K ? r : 0) * ldb;  // a valid address if outside
-            if (r < K && b16 && c + 3 < N) {
+            if (r < K && at.b16 && c + 3 < N) {
                 copy16_aligned(dst, row + c);
                 continue;
             }
@@ -143,7 +144,7 @@ __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
                                             const float* __restrict__ B, float* __restrict__ C,
                                             int M, int N, int K, int lda, int ldb, int ldc) {
     const WarpPlace place = warp_place();
-    const TileSpot at = tile_spot(B, M, N, ldb);
+    const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, B, M, N, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
     warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);

@@ -21,7 +21,8 @@
 #define B_STEP (THREADS / (BN / 4))      // rows between its float4s of B
 static_assert(A_LOADS >= 1 && B_LOADS >= 1 && A_LOADS * THREADS * 4 == BM * BK &&
               B_LOADS * THREADS * 4 == BK * BN && THREADS % (BK / 4) == 0 &&
-              THREADS % (BN / 4) == 0, "every thread loads whole float4s, the same columns of every tile");
+              THREADS % (BN / 4) == 0,
+              "every thread loads whole float4s, the same columns of every tile");
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,

@@ -10,8 +10,19 @@
 //   sums in slice z of a workspace W (M x N floats per slice); 09_splitk.cu then adds the slices
 //   into C. (Adding them in the last block of each tile instead, which saves the second launch,
 //   ran slower on an H200 at every split shape of the suite: 85-90% of cuBLAS against 93-94%.)
+// Stream-K: one block per tile leaves the last wave part-empty whenever the tiles are not a
+//   multiple of the blocks the GPU runs at once (512 tiles on 132 SMs: 3.9 waves take 4).
+//   matmul_tiles runs the whole waves, one block per tile; then matmul_streamk runs `shares`
+//   blocks (as many as run at once) that share the steps of the tiles left (tiles x k-tiles)
+//   equally: a block stores the tiles its share holds whole into C, and a piece of a tile at
+//   either end of its share into its two places in W; streamk_fixup then adds each shared
+//   tile's pieces, in order, into C.
 // Launch: matmul_async_ld as matmul_async, with lda >= K, ldb >= N, ldc >= N after M, N, K; the
-//   split entries take W (gridDim.z * M * N floats) in place of C (matmul_splitk_ld: and lda, ldb).
+//   split entries take W (gridDim.z * M * N floats) in place of C (matmul_splitk_ld: and lda,
+//   ldb); matmul_tiles(_ld) as matmul_async(_ld) on grid (first) as streamk_layout sets it;
+//   matmul_streamk(_ld) on grid (shares), with W (2 * shares * BM * BN floats) after C and
+//   shares last; then streamk_fixup on grid (shares - 1, BM * BN / FIXUP_FLOATS), THREADS
+//   threads, no dynamic shared memory.
 #include "08_async.cu"
 #ifndef __CUDA_ARCH__
 #include <chrono>  // the CPU emulator's clock for matmul_async_timed
@@ -30,7 +41,7 @@ __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
     const int all = CEIL_DIV(K, BK), per = CEIL_DIV(all, (int)gridDim.z);
     const int t0 = blockIdx.z * per, tiles = min(per, all - t0);
     const WarpPlace place = warp_place();
-    const TileSpot at = tile_spot(B, M, N, ldb);
+    const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, B, M, N, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     if (tiles > 0) async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, tiles, place);
     warp_tile_store(W + (long long)blockIdx.z * M * N, M, N, N, at.m0, at.n0, acc, place,
@@ -47,6 +58,128 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_splitk_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ W,
                  int M, int N, int K, int lda, int ldb) {
     splitk_slice(A, B, W, M, N, K, lda, ldb);
+}
+
+// Stream-K after whole waves. Of the T tiles of C (in rows of CEIL_DIV(N, BN)), the first
+// T / shares * shares go one block per tile (matmul_tiles, launched first: the whole waves).
+// Only the tiles left, fewer than `shares`, are shared by steps (matmul_streamk, launched
+// next): their steps, tile by tile and k-tile by k-tile within a tile, are numbered
+// 0 .. work - 1, and block p takes share p, steps streamk_start(p) .. streamk_start(p + 1) - 1.
+// A tile whose steps one share holds all of is stored into C; a piece of one goes to W: to
+// place 2p if it is the first piece of share p, else to place 2p + 1 (only a share's first and
+// last tiles can be pieces).
+struct StreamK {
+    int cols, steps;  // tiles per row of C; k-tiles per tile
+    int first;        // the first tile shared by steps (those before go whole)
+    long long work;   // the steps shared
+};
+__device__ __forceinline__ StreamK streamk_layout(int M, int N, int K, int shares) {
+    const int cols = CEIL_DIV(N, BN), tiles = CEIL_DIV(M, BM) * cols, steps = CEIL_DIV(K, BK);
+    const int first = tiles / shares * shares;
+    return {cols, steps, first, (long long)(tiles - first) * steps};
+}
+__device__ __forceinline__ long long streamk_start(long long work, long long p, int shares) {
+    return work * p / shares;
+}
+
+// One block per tile, tiles numbered row by row (blockIdx.x): the whole waves.
+__device__ __forceinline__ void whole_tile(const float* __restrict__ A,
+                                           const float* __restrict__ B, float* __restrict__ C,
+                                           int M, int N, int K, int lda, int ldb, int ldc) {
+    const int cols = CEIL_DIV(N, BN);
+    const WarpPlace place = warp_place();
+    const TileSpot at = tile_spot(blockIdx.x / cols, blockIdx.x % cols, B, M, N, ldb);
+    float acc[WMITER * TM][WNITER * TN] = {};
+    async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
+    warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+matmul_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+             int M, int N, int K) {
+    whole_tile(A, B, C, M, N, K, K, N, N);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+matmul_tiles_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                int M, int N, int K, int lda, int ldb, int ldc) {
+    whole_tile(A, B, C, M, N, K, lda, ldb, ldc);
+}
+
+// Share p = blockIdx.x of the tiles left after the whole waves.
+__device__ __forceinline__ void streamk_share(const float* __restrict__ A,
+                                              const float* __restrict__ B, float* __restrict__ C,
+                                              float* __restrict__ W, int M, int N, int K, int lda,
+                                              int ldb, int ldc, int shares) {
+    const StreamK sk = streamk_layout(M, N, K, shares);
+    const WarpPlace place = warp_place();
+    const long long begin = streamk_start(sk.work, blockIdx.x, shares);
+    const long long end = streamk_start(sk.work, blockIdx.x + 1, shares);
+    for (long long g = begin; g < end;) {
+        const int i = (int)(g / sk.steps), t0 = (int)(g - (long long)i * sk.steps);
+        const int n = (int)min((long long)(sk.steps - t0), end - g);
+        const int tile = sk.first + i;
+        const TileSpot at = tile_spot(tile / sk.cols, tile % sk.cols, B, M, N, ldb);
+        float acc[WMITER * TM][WNITER * TN] = {};
+        async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, n, place);
+        if (n == sk.steps)
+            warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+        else
+            warp_tile_store(W + (2LL * blockIdx.x + (g != begin)) * (BM * BN), BM, BN, BN, 0, 0,
+                            acc, place);
+        g += n;
+        __syncthreads();  // the next tile's first copies go to stages this one's last steps read
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+matmul_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+               float* __restrict__ W, int M, int N, int K, int shares) {
+    streamk_share(A, B, C, W, M, N, K, K, N, N, shares);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+matmul_streamk_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                  float* __restrict__ W, int M, int N, int K, int lda, int ldb, int ldc,
+                  int shares) {
+    streamk_share(A, B, C, W, M, N, K, lda, ldb, ldc, shares);
+}
+
+// After a stream-K launch with `shares` shares: blockIdx.x = q adds up the tile in which share
+// q + 1 starts, if share q + 1 is the first to start inside it (else that tile is another
+// block's, or was stored whole), FIXUP_FLOATS of it per block (blockIdx.y: which part). Its
+// pieces are those of the shares q, q + 1, ... up to the last that starts inside the tile (but
+// empty ones), added in that order (so the result does not depend on timing). B and ldb only
+// tell where the tile lies (tile_spot).
+#define FIXUP_FLOATS (THREADS * 16)  // 16 floats per thread: 4 float4s in registers
+static_assert((BM * BN) % FIXUP_FLOATS == 0, "the fix-up covers a tile in whole parts");
+extern "C" __global__ void __launch_bounds__(THREADS)
+streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* __restrict__ B,
+              int M, int N, int K, int ldb, int ldc, int shares) {
+    const StreamK sk = streamk_layout(M, N, K, shares);
+    const long long q = blockIdx.x, start = streamk_start(sk.work, q + 1, shares);
+    const int i = (int)(start / sk.steps);
+    const long long first = (long long)i * sk.steps, last = first + sk.steps;
+    if (start == first || streamk_start(sk.work, q, shares) > first) return;
+    float4 sum[4] = {};
+    const int e0 = blockIdx.y * FIXUP_FLOATS + 4 * threadIdx.x;
+    for (long long p = q; p < shares; ++p) {
+        const long long s = streamk_start(sk.work, p, shares);
+        if (s >= last) break;
+        if (streamk_start(sk.work, p + 1, shares) == s) continue;  // an empty share (work < shares)
+        const float* piece = W + (2 * p + (s < first)) * (BM * BN) + e0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float4 v = *reinterpret_cast<const float4*>(piece + j * 4 * THREADS);
+            sum[j].x += v.x; sum[j].y += v.y; sum[j].z += v.z; sum[j].w += v.w;
+        }
+    }
+    const TileSpot at = tile_spot((sk.first + i) / sk.cols, (sk.first + i) % sk.cols, B, M, N, ldb);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int e = e0 + j * 4 * THREADS, row = at.m0 + e / BN, col = at.n0 + e % BN;
+        if (row >= at.row_from && col >= at.col_from) store4(C, row, col, M, N, ldc, sum[j]);
+    }
 }
 
 // Chapter 9's per-block timeline: matmul_async that also records, for each block, when it

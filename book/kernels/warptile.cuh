@@ -132,9 +132,11 @@ __device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, in
             for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
                 for (int j = 0; j < TN; j += 4) {
-                    const int c = wn * TN + j, col = n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j;
+                    const int c = wn * TN + j;
+                    const int col = n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j;
                     if (col >= col_from)
-                        store4(C, row, col, M, N, ldc, make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]));
+                        store4(C, row, col, M, N, ldc,
+                               make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]));
                 }
         }
 }
