@@ -54,8 +54,9 @@ CONFIGS = {
 """The dispatcher's candidate configurations of 08_async.cu (changes to ``registry.ASYNC``)."""
 
 STREAMK_CONFIGS = ("128x256", "128x128", "64x128/3s")
-"""Configurations the tuner tries with stream-K: on an H100, with every configuration tried,
-only these three were ever the fastest stream-K plan of a suite shape."""
+"""Configurations the tuner tries with stream-K. On an H100, with every configuration tried, one
+of these three gave the fastest stream-K plan on 13 of the 14 suite shapes (at 1024^3 it was
+64x64, at 83% of cuBLAS against 91% for the best plan); the other seven cost tuning time only."""
 
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
 """Split-K counts the tuner tries where a shape has too few tiles of C to fill the GPU."""

@@ -136,15 +136,17 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
     }
 }
 
-// The kernel's body: C = A B where the rows of A, B and C are lda, ldb, ldc floats apart.
-// matmul_async (this chapter) calls it for contiguous matrices, lda = K and ldb = ldc = N, and
-// the compiler builds it with those constants in; chapter 9's 09_sgemm.cu calls it with leading
-// dimensions as BLAS takes them.
+// The kernel's body: the block's tile of C = A B, the tile in tile row tile_row and column
+// tile_col (blockIdx.y and blockIdx.x here), where the rows of A, B and C are lda, ldb, ldc
+// floats apart. matmul_async (this chapter) calls it for contiguous matrices, lda = K and
+// ldb = ldc = N, and the compiler builds it with those constants in; chapter 9's 09_sgemm.cu
+// calls it with leading dimensions as BLAS takes them, and with tiles numbered in one row.
 __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
                                             const float* __restrict__ B, float* __restrict__ C,
-                                            int M, int N, int K, int lda, int ldb, int ldc) {
+                                            int M, int N, int K, int lda, int ldb, int ldc,
+                                            int tile_row, int tile_col) {
     const WarpPlace place = warp_place();
-    const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, B, M, N, ldb);
+    const TileSpot at = tile_spot(tile_row, tile_col, B, M, N, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
     warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
@@ -153,5 +155,5 @@ __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_async(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
              int M, int N, int K) {
-    async_tiles(A, B, C, M, N, K, K, N, N);
+    async_tiles(A, B, C, M, N, K, K, N, N, blockIdx.y, blockIdx.x);
 }

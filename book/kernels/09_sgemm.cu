@@ -31,7 +31,7 @@
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_async_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                 int M, int N, int K, int lda, int ldb, int ldc) {
-    async_tiles(A, B, C, M, N, K, lda, ldb, ldc);
+    async_tiles(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.y, blockIdx.x);
 }
 
 // Split-K: block z computes slice z of K, its partial sums into slice z of W (M x N floats).
@@ -83,27 +83,18 @@ __device__ __forceinline__ long long streamk_start(long long work, long long p, 
 }
 
 // One block per tile, tiles numbered row by row (blockIdx.x): the whole waves.
-__device__ __forceinline__ void whole_tile(const float* __restrict__ A,
-                                           const float* __restrict__ B, float* __restrict__ C,
-                                           int M, int N, int K, int lda, int ldb, int ldc) {
-    const int cols = CEIL_DIV(N, BN);
-    const WarpPlace place = warp_place();
-    const TileSpot at = tile_spot(blockIdx.x / cols, blockIdx.x % cols, B, M, N, ldb);
-    float acc[WMITER * TM][WNITER * TN] = {};
-    async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
-    warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
              int M, int N, int K) {
-    whole_tile(A, B, C, M, N, K, K, N, N);
+    const int cols = CEIL_DIV(N, BN);
+    async_tiles(A, B, C, M, N, K, K, N, N, blockIdx.x / cols, blockIdx.x % cols);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_tiles_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                 int M, int N, int K, int lda, int ldb, int ldc) {
-    whole_tile(A, B, C, M, N, K, lda, ldb, ldc);
+    const int cols = CEIL_DIV(N, BN);
+    async_tiles(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x / cols, blockIdx.x % cols);
 }
 
 // Share p = blockIdx.x of the tiles left after the whole waves.
@@ -210,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_async_timed(const float* __restrict__ A, const float* __restrict__ B,
                    float* __restrict__ C, int M, int N, int K, unsigned long long* T) {
     const unsigned long long start = now_ns();
-    async_tiles(A, B, C, M, N, K, K, N, N);
+    async_tiles(A, B, C, M, N, K, K, N, N, blockIdx.y, blockIdx.x);
     __syncthreads();  // the block ends when its last warp does
     if (threadIdx.x == 0) {
         unsigned long long* t = T + 3 * (blockIdx.y * gridDim.x + blockIdx.x);

@@ -74,9 +74,18 @@ inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 namespace cuda_emu {
 
 enum FiberState { READY, AT_BARRIER, AT_WARP, DONE };
-enum WarpOp { SHFL, VOTE, SYNC, ACTIVE };
+enum WarpOp { SHFL, VOTE, SYNC, ACTIVE, MMA };
 inline const char* const kOpNames[] = {"a __shfl*_sync", "a vote (__ballot/__any/__all_sync)",
-                                       "__syncwarp", "__activemask()"};
+                                       "__syncwarp", "__activemask()",
+                                       "an mma.sync (tensor core: every lane of the warp)"};
+
+// One lane's fragments of a tensor-core mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// (D = A B + C, A 16 x 8, B 8 x 8, C and D 16 x 8); the lane passes a pointer to it as its value.
+struct MmaTf32 {
+    unsigned a[4], b[2];
+    float c[4], d[4];
+};
+inline void mma_tf32_release(MmaTf32* const (&lanes)[32]);
 
 struct Fiber {
     ucontext_t ctx;
@@ -251,7 +260,14 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
             for (unsigned l = 0; l < 32; ++l) {
                 if (!(f.mask >> l & 1u)) continue;
                 Fiber& g = fibers[base + l];
-                if (g.op == SHFL) {
+                if (g.op == MMA) {
+                    if (l == 31) {  // every lane has arrived: compute the whole warp's D at once
+                        MmaTf32* lanes[32];
+                        for (unsigned k = 0; k < 32; ++k)
+                            lanes[k] = reinterpret_cast<MmaTf32*>(fibers[base + k].value);
+                        mma_tf32_release(lanes);
+                    }
+                } else if (g.op == SHFL) {
                     if (!(f.mask >> g.src & 1u)) {  // on a GPU: an undefined value
                         char what[320];
                         std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, %u):"
@@ -558,6 +574,64 @@ inline unsigned ballot(int line, unsigned mask, int predicate) {
     return unsigned(warp_op(VOTE, mask, predicate != 0, 0, line));
 }
 inline void syncwarp(int line, unsigned mask = 0xffffffffu) { warp_op(SYNC, mask, 0, 0, line); }
+
+// ---- tensor cores: TF32 -------------------------------------------------------------------------
+// cvt.rna.tf32.f32: x rounded to TF32 (10 explicit mantissa bits, float's exponent range), to
+// nearest with ties away from zero; the 13 low bits of the result are zero. NaN stays NaN.
+inline unsigned tf32_rna(float x) {
+    unsigned u;
+    std::memcpy(&u, &x, 4);
+    if ((u & 0x7F800000u) == 0x7F800000u) return (u & 0x007FFFFFu) ? 0x7FFFFFFFu : u;
+    return (u + 0x1000u) & 0xFFFFE000u;  // on the magnitude: a carry into the exponent is right
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 for the whole warp, in the fragment layout
+// of the PTX ISA: with g = lane / 4 and t = lane % 4, a lane holds A[g][t], A[g + 8][t],
+// A[g][t + 4], A[g + 8][t + 4] in a[0..3]; B[t][g], B[t + 4][g] in b[0..1]; C and D at rows g
+// (c[0], c[1]) and g + 8 (c[2], c[3]), columns 2t and 2t + 1.
+// Semantics: an operand's 13 low bits are ignored (the operand is read as TF32: truncated, as
+// the GPU reads a float32 passed without cvt.rna); each product of two TF32 values is exact, and
+// the 8 products and C are added exactly (in double, exact for any operands whose exponents lie
+// within about 2^25 of each other) and rounded once to float, to nearest. The GPU's own
+// accumulation order and rounding inside the tensor core are not specified by NVIDIA; where every
+// partial sum is exact (small integers, say) the two agree bit for bit.
+inline void mma_tf32_release(MmaTf32* const (&lanes)[32]) {
+    auto value = [](unsigned bits) {
+        bits &= 0xFFFFE000u;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return double(f);
+    };
+    double A[16][8], B[8][8], C[16][8];
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, t = l % 4;
+        const MmaTf32& f = *lanes[l];
+        A[g][t] = value(f.a[0]), A[g + 8][t] = value(f.a[1]);
+        A[g][t + 4] = value(f.a[2]), A[g + 8][t + 4] = value(f.a[3]);
+        B[t][g] = value(f.b[0]), B[t + 4][g] = value(f.b[1]);
+        for (unsigned i = 0; i < 4; ++i) C[g + 8 * (i / 2)][2 * t + i % 2] = f.c[i];
+    }
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, t = l % 4;
+        for (unsigned i = 0; i < 4; ++i) {
+            const unsigned r = g + 8 * (i / 2), c = 2 * t + i % 2;
+            double sum = C[r][c];
+            for (unsigned k = 0; k < 8; ++k) sum += A[r][k] * B[k][c];
+            lanes[l]->d[i] = float(sum);
+        }
+    }
+}
+
+// Called by each lane: waits for the whole warp (mask 0xffffffff, as .aligned requires), then
+// d holds this lane's fragment of D.
+inline void mma_tf32(int line, float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                     const float (&c)[4]) {
+    MmaTf32 frag;
+    for (int i = 0; i < 4; ++i) frag.a[i] = a[i], frag.c[i] = c[i];
+    frag.b[0] = b[0], frag.b[1] = b[1];
+    warp_op(MMA, 0xffffffffu, reinterpret_cast<unsigned long long>(&frag), 0, line);
+    for (int i = 0; i < 4; ++i) d[i] = frag.d[i];
+}
 inline unsigned activemask(int line) {  // see release_active
     return unsigned(warp_op(ACTIVE, 1u << worker->current->lane, 0, 0, line));
 }

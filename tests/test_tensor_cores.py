@@ -1,0 +1,99 @@
+"""Tensor cores (TF32 mma.sync m16n8k8 and cvt.rna.tf32) on whichever backend runs. The expected
+values follow the PTX ISA's definitions, so on the GPU host these check the emulator's fragment
+layout and rounding bit for bit against the hardware, where the hardware's result is specified."""
+import numpy as np
+import pytest
+
+from book import LaunchError, load_kernel, to_device, to_host, xp
+from conftest import ROOT
+
+TENSOR = ROOT / "tests" / "kernels" / "tensor_cores.cu"
+
+
+def tf32_rna(x: np.ndarray) -> np.ndarray:
+    """cvt.rna.tf32.f32 by the PTX ISA: to nearest, ties away from zero, 13 low bits zero."""
+    u = np.asarray(x, np.float32).view(np.uint32)
+    special = (u & 0x7F800000) == 0x7F800000
+    rounded = ((u.astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32)
+    nan = np.where(u & 0x007FFFFF, np.uint32(0x7FFFFFFF), u)
+    return np.where(special, nan, rounded)
+
+
+def bits_to_float(u: np.ndarray) -> np.ndarray:
+    return np.asarray(u, np.uint32).view(np.float32)
+
+
+def run_tile(A, B, C, round_inputs: bool) -> np.ndarray:
+    D = xp.full((16, 8), xp.nan, dtype=xp.float32)
+    args = tuple(to_device(np.ascontiguousarray(m, np.float32)) for m in (A, B, C))
+    load_kernel(TENSOR, "mma_tile")(1, 32, (*args, D, np.int32(round_inputs)))
+    return to_host(D)
+
+
+def test_mma_tile_layout_is_exact_on_small_integers():
+    """Small integers: every product and partial sum is exact, so D = A B + C bit for bit --
+    and any lane holding the wrong piece of a fragment shows as a wrong element."""
+    rng = np.random.default_rng(0)
+    A, B, C = (rng.integers(-8, 9, shape).astype(np.float32) for shape in ((16, 8), (8, 8), (16, 8)))
+    for round_inputs in (False, True):
+        np.testing.assert_array_equal(run_tile(A, B, C, round_inputs), A @ B + C)
+
+
+def test_mma_reads_float32_operands_as_tf32():
+    """Operands with bits below TF32's 10 mantissa bits: rounded first (to_tf32) the product is
+    that of the rounded values; passed as they are, the low 13 bits are ignored (truncation).
+    B is a permutation, so every sum is one exact product."""
+    rng = np.random.default_rng(1)
+    A = (1 + rng.integers(0, 2**23, (16, 8)) / 2**23).astype(np.float32)
+    B = np.eye(8, dtype=np.float32)[rng.permutation(8)]
+    C = np.zeros((16, 8), np.float32)
+    rounded = bits_to_float(tf32_rna(A)) @ B
+    truncated = bits_to_float(A.view(np.uint32) & 0xFFFFE000) @ B
+    assert (rounded != truncated).any()
+    np.testing.assert_array_equal(run_tile(A, B, C, True), rounded)
+    np.testing.assert_array_equal(run_tile(A, B, C, False), truncated)
+
+
+def test_to_tf32_rounds_to_nearest_ties_away_from_zero():
+    specials = np.array([0.0, -0.0, 1.0, np.inf, -np.inf, np.nan, 3.4028235e38, 1e-45, 1e-40],
+                        np.float32)
+    one = np.float32(1).view(np.uint32)
+    ties = np.array([one + 0x1000, one + 0x3000, one + 0x0FFF, one + 0x1001], np.uint32)
+    x = np.concatenate([specials, bits_to_float(ties), -bits_to_float(ties),
+                        np.random.default_rng(2).standard_normal(1000).astype(np.float32)])
+    out = xp.zeros(x.size, dtype=xp.uint32)
+    load_kernel(TENSOR, "round_tf32")(-(-x.size // 128), 128, (to_device(x), out, np.int32(x.size)))
+    got, want = to_host(out), tf32_rna(x)
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    assert np.isnan(bits_to_float(got[nan])).all()
+    assert bits_to_float(want[9:13]).tolist() == [1 + 2**-10, 1 + 2**-9, 1, 1 + 2**-10]
+    assert (bits_to_float(want[13:17]) == -bits_to_float(want[9:13])).all()  # ties away from 0
+
+
+@pytest.mark.skipif(xp is not np, reason="the emulator's error; on a GPU a partial warp's mma is "
+                    "undefined behaviour")
+def test_an_mma_in_a_warp_of_16_threads_is_a_clear_error():
+    A = B = C = to_device(np.zeros((16, 8), np.float32))
+    with pytest.raises(LaunchError, match=r"mma.sync \(tensor core: every lane of the warp\).*"
+                                          r"names lane 16, but the block has no thread there"):
+        load_kernel(TENSOR, "mma_tile")(1, 16, (A, B, C, xp.zeros((16, 8), xp.float32),
+                                                np.int32(1)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 65), (100, 37, 129), (64, 64, 256)])
+def test_tf32_kernels_on_odd_shapes(shape):
+    """10_tf32.cu: plain TF32 carries TF32's error (about 2^-11 per operand, far above float32's),
+    3xTF32 (big and small parts) comes back under the float32 tolerance."""
+    from book.harness.check import TOLERANCE, random_inputs, relative_error
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, seed=3)
+    ref = a.astype(np.float64) @ b
+    errors = {}
+    for split in (1, 3):
+        C = xp.full((M, N), xp.nan, dtype=xp.float32)
+        load_kernel("10_tf32.cu", "matmul_tf32", {"SPLIT": split})(
+            (-(-N // 16), -(-M // 32)), 128, (to_device(a), to_device(b), C, *map(np.int32, shape)))
+        errors[split] = relative_error(to_host(C), ref)
+    assert 2e-5 < errors[1] < 2e-3, errors
+    assert errors[3] < TOLERANCE, errors
