@@ -10,6 +10,10 @@
 //   2^-22 relative) dropped. The two correction products go to an accumulator of their own and
 //   are added to the main one at the end, so their small values are not rounded away against
 //   the large running sum at every step.
+// FADD = 1: each mma starts from zero and its 16 x 8 result is added to the accumulators with
+//   ordinary float32 adds (rounded to nearest). The tensor core adds its own C input by cutting
+//   toward zero (tensor.cuh): accumulated over K / 8 mmas, those cuts all lean one way and the
+//   error grows with K; added by FADD, they stay inside each mma's 8 products.
 // Launch: block (128, 1): four warps, each a 16 x 8 tile, the block 32 x 16 of C;
 //   grid (CEIL_DIV(N, 16), CEIL_DIV(M, 32)); any M, N, K (elements outside read as zero).
 #include "tensor.cuh"
@@ -17,7 +21,23 @@
 #ifndef SPLIT
 #define SPLIT 1  // 1: plain TF32; 3: 3xTF32
 #endif
+#ifndef FADD
+#define FADD 0  // 1: add each mma's result with float32 adds instead of in the tensor core
+#endif
 static_assert(SPLIT == 1 || SPLIT == 3, "SPLIT is 1 (TF32) or 3 (3xTF32)");
+
+// acc += A B for one fragment: in the tensor core (its C input), or with FADD after it.
+__device__ __forceinline__ void mma_into(float (&acc)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+    if (FADD) {
+        const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float d[4];
+        mma_tf32(d, a, b, zero);
+        for (int i = 0; i < 4; ++i) acc[i] += d[i];
+    } else {
+        mma_tf32(acc, a, b, acc);
+    }
+}
 
 __device__ __forceinline__ float element(const float* __restrict__ m, int r, int c, int rows,
                                          int cols) {
@@ -39,13 +59,13 @@ extern "C" __global__ void matmul_tf32(const float* __restrict__ A, const float*
         unsigned a_big[4], b_big[2];
         for (int i = 0; i < 4; ++i) a_big[i] = to_tf32(a[i]);
         for (int i = 0; i < 2; ++i) b_big[i] = to_tf32(b[i]);
-        mma_tf32(acc, a_big, b_big, acc);
+        mma_into(acc, a_big, b_big);
         if (SPLIT == 3) {
             unsigned a_small[4], b_small[2];
             for (int i = 0; i < 4; ++i) a_small[i] = to_tf32(a[i] - tf32_value(a_big[i]));
             for (int i = 0; i < 2; ++i) b_small[i] = to_tf32(b[i] - tf32_value(b_big[i]));
-            mma_tf32(fix, a_small, b_big, fix);
-            mma_tf32(fix, a_big, b_small, fix);
+            mma_into(fix, a_small, b_big);
+            mma_into(fix, a_big, b_small);
         }
     }
     for (int i = 0; i < 4; ++i) {

@@ -1,0 +1,71 @@
+"""Tensor cores, a first look (issue 16, before its chapter): error and speed of cuBLAS SGEMM,
+cuBLAS with TF32 tensor cores, and 10_tf32.cu's naive kernels (one warp per 16 x 8 tile; TF32
+and 3xTF32; accumulated in the tensor core or, _fadd, with float32 adds), at 4096^3 and 8192^3. Inputs uniform in [-1, 1); error: relative Frobenius norm
+against float64; every result checked for NaN (C poisoned first); two interleaved rounds,
+median GPU time.
+
+    python benchmarks/tf32_first_look.py          # on a GPU host
+"""
+import sys
+
+import numpy as np
+import pandas as pd
+
+from book import BACKEND, load_kernel, xp
+
+if BACKEND != "gpu":
+    sys.exit("this benchmark needs a GPU")
+from cupyx.profiler import benchmark
+
+from book.harness.check import device_inputs
+from book.harness.device import device_report
+from book.harness.measure import relative_error_xp
+
+cublas = xp.cuda.cublas
+DEFAULT_MATH, TF32_MATH = 0, 3  # CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH
+
+
+def cublas_call(math_mode):
+    def call(A, B, C, M, N, K):
+        handle = xp.cuda.device.get_cublas_handle()
+        cublas.setMathMode(handle, math_mode)
+        try:
+            xp.matmul(A, B, out=C)
+        finally:
+            cublas.setMathMode(handle, DEFAULT_MATH)
+    return call
+
+
+def ours(split, fadd=0):
+    kernel = load_kernel("10_tf32.cu", "matmul_tf32", {"SPLIT": split, "FADD": fadd})
+    return lambda A, B, C, M, N, K: kernel((-(-N // 16), -(-M // 32)), 128,
+                                           (A, B, C, *map(np.int32, (M, N, K))))
+
+
+CALLS = {"cublas": cublas_call(DEFAULT_MATH), "cublas_tf32": cublas_call(TF32_MATH),
+         "tf32_naive": ours(1), "tf32x3_naive": ours(3), "tf32_naive_fadd": ours(1, 1),
+         "tf32x3_naive_fadd": ours(3, 1)}
+
+rows = []
+for n in (4096, 8192):
+    A, B = device_inputs(n, n, n, seed=0)
+    ref = A.astype(xp.float64) @ B.astype(xp.float64)
+    C = xp.empty((n, n), dtype=xp.float32)
+    for rnd in range(2):
+        for name, call in CALLS.items():
+            C.fill(xp.nan)
+            call(A, B, C, n, n, n)
+            err = relative_error_xp(C, ref)
+            ok = bool(np.isfinite(err))
+            t = benchmark(call, (A, B, C, n, n, n), n_repeat=5 if n > 4096 else 10, n_warmup=2)
+            rows.append({"M": n, "N": n, "K": n, "kernel": name, "round": rnd, "rel_error": err,
+                         "gflops": 2e-9 * n**3 / np.median(t.gpu_times[0]),
+                         "status": "ok" if ok else "FAILED check"})
+    del ref
+df = pd.DataFrame(rows).groupby(["M", "N", "K", "kernel"], sort=False).agg(
+    gflops=("gflops", "median"), rel_error=("rel_error", "max"), status=("status", "first"))
+base = df.xs("cublas", level="kernel").gflops
+df["x_cublas_sgemm"] = df.gflops / base.reindex(df.index.droplevel("kernel")).to_numpy()
+pd.set_option("display.width", 200)
+print(device_report()["name"])
+print(df.to_string(float_format=lambda v: f"{v:.3g}"))
