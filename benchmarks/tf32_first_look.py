@@ -1,6 +1,7 @@
 """Tensor cores, a first look (issue 16, before its chapter): error and speed of cuBLAS SGEMM,
-cuBLAS with TF32 tensor cores, and 10_tf32.cu's naive kernels (one warp per 16 x 8 tile; TF32
-and 3xTF32; accumulated in the tensor core or, _fadd, with float32 adds), at 4096^3 and 8192^3. Inputs uniform in [-1, 1); error: relative Frobenius norm
+cuBLAS with TF32 tensor cores, and 10_tf32.cu's kernels (naive: one warp per 16 x 8 tile;
+tiled: 128 x 128 shared-memory tiles, a warp 64 x 32; TF32 and 3xTF32; accumulated in the
+tensor core or, _fadd, with float32 adds), at 4096^3 and 8192^3. Inputs uniform in [-1, 1); error: relative Frobenius norm
 against float64; every result checked for NaN (C poisoned first); two interleaved rounds,
 median GPU time.
 
@@ -36,15 +37,18 @@ def cublas_call(math_mode):
     return call
 
 
-def ours(split, fadd=0):
-    kernel = load_kernel("10_tf32.cu", "matmul_tf32", {"SPLIT": split, "FADD": fadd})
-    return lambda A, B, C, M, N, K: kernel((-(-N // 16), -(-M // 32)), 128,
+def ours(split, fadd=0, tiled=False):
+    name, (bm, bn, threads) = (("matmul_tf32_tiled", (128, 128, 256)) if tiled
+                               else ("matmul_tf32", (32, 16, 128)))
+    kernel = load_kernel("10_tf32.cu", name, {"SPLIT": split, "FADD": fadd})
+    return lambda A, B, C, M, N, K: kernel((-(-N // bn), -(-M // bm)), threads,
                                            (A, B, C, *map(np.int32, (M, N, K))))
 
 
 CALLS = {"cublas": cublas_call(DEFAULT_MATH), "cublas_tf32": cublas_call(TF32_MATH),
          "tf32_naive": ours(1), "tf32x3_naive": ours(3), "tf32_naive_fadd": ours(1, 1),
-         "tf32x3_naive_fadd": ours(3, 1)}
+         "tf32x3_naive_fadd": ours(3, 1), "tf32_tiled": ours(1, 0, True),
+         "tf32x3_tiled": ours(3, 0, True), "tf32x3_tiled_fadd": ours(3, 1, True)}
 
 rows = []
 for n in (4096, 8192):

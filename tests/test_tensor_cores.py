@@ -120,17 +120,21 @@ def test_an_mma_in_a_warp_of_16_threads_is_a_clear_error():
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 65), (100, 37, 129), (64, 64, 256)])
 def test_tf32_kernels_on_odd_shapes(shape):
-    """10_tf32.cu: plain TF32 carries TF32's error (about 2^-11 per operand, far above float32's),
-    3xTF32 (big and small parts) comes back under the float32 tolerance."""
+    """10_tf32.cu, both kernels: plain TF32 carries TF32's error (about 2^-11 per operand, far
+    above float32's); 3xTF32 (big and small parts) comes back under the float32 tolerance, summed
+    in the tensor core or with float32 adds."""
     from book.harness.check import TOLERANCE, random_inputs, relative_error
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=3)
     ref = a.astype(np.float64) @ b
-    errors = {}
-    for split in (1, 3):
-        C = xp.full((M, N), xp.nan, dtype=xp.float32)
-        load_kernel("10_tf32.cu", "matmul_tf32", {"SPLIT": split})(
-            (-(-N // 16), -(-M // 32)), 128, (to_device(a), to_device(b), C, *map(np.int32, shape)))
-        errors[split] = relative_error(to_host(C), ref)
-    assert 2e-5 < errors[1] < 2e-3, errors
-    assert errors[3] < TOLERANCE, errors
+    launches = {"matmul_tf32": (lambda: (-(-N // 16), -(-M // 32)), 128),
+                "matmul_tf32_tiled": (lambda: (-(-N // 128), -(-M // 128)), 256)}
+    for name, (grid, threads) in launches.items():
+        errors = {}
+        for split, fadd in ((1, 0), (3, 0), (3, 1)):
+            C = xp.full((M, N), xp.nan, dtype=xp.float32)
+            load_kernel("10_tf32.cu", name, {"SPLIT": split, "FADD": fadd})(
+                grid(), threads, (to_device(a), to_device(b), C, *map(np.int32, shape)))
+            errors[split, fadd] = relative_error(to_host(C), ref)
+        assert 2e-5 < errors[1, 0] < 2e-3, (name, errors)
+        assert errors[3, 0] < TOLERANCE and errors[3, 1] < TOLERANCE, (name, errors)

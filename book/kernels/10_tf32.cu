@@ -73,3 +73,75 @@ extern "C" __global__ void matmul_tf32(const float* __restrict__ A, const float*
         if (r < M && c < N) C[(long long)r * N + c] = acc[i] + fix[i];
     }
 }
+
+// Step 2: shared-memory tiles. A block computes TBM x TBN = 128 x 128 of C with 8 warps in
+// 2 x 4, each warp 64 x 32 = 4 x 4 mma tiles, so a warp's fragments of A serve 4 mmas and those
+// of B 4. Tiles of TBK = 16 values of k are staged in shared memory (A transposed, k-major), the
+// rows padded by 8 floats: a fragment's 32 reads (8 rows g x 4 k's t) then fall in 32 different
+// banks (8t + g). Launch: block (256, 1), grid (CEIL_DIV(N, 128), CEIL_DIV(M, 128)); any M, N, K.
+#define TBM 128
+#define TBN 128
+#define TBK 16
+#define TPAD 8
+#define MI 4  // mma tiles per warp along M (16 rows each)
+#define NI 4  // along N (8 columns each)
+
+extern "C" __global__ void __launch_bounds__(256)
+matmul_tf32_tiled(const float* __restrict__ A, const float* __restrict__ B,
+                  float* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[TBK][TBM + TPAD], Bs[TBK][TBN + TPAD];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int m0 = blockIdx.y * TBM, n0 = blockIdx.x * TBN;
+    const int wm = warp / 4 * (MI * 16), wn = warp % 4 * (NI * 8);  // the warp's corner
+    float acc[MI][NI][4] = {}, fix[MI][NI][4] = {};
+    for (int k0 = 0; k0 < K; k0 += TBK) {
+        for (int e = tid; e < TBM * TBK; e += 256) {  // A: along k, 16 floats per row
+            const int r = e / TBK, c = e % TBK;
+            As[c][r] = element(A, m0 + r, k0 + c, M, K);
+        }
+        for (int e = tid; e < TBK * TBN; e += 256) {  // B: along n
+            const int r = e / TBN, c = e % TBN;
+            Bs[r][c] = element(B, k0 + r, n0 + c, K, N);
+        }
+        __syncthreads();
+        for (int ks = 0; ks < TBK; ks += 8) {
+            float a[MI][4], b[NI][2];
+            for (int mi = 0; mi < MI; ++mi) {
+                const int r = wm + mi * 16 + g;
+                a[mi][0] = As[ks + t][r], a[mi][1] = As[ks + t][r + 8];
+                a[mi][2] = As[ks + t + 4][r], a[mi][3] = As[ks + t + 4][r + 8];
+            }
+            for (int ni = 0; ni < NI; ++ni) {
+                const int c = wn + ni * 8 + g;
+                b[ni][0] = Bs[ks + t][c], b[ni][1] = Bs[ks + t + 4][c];
+            }
+            unsigned a_big[MI][4], b_big[NI][2], a_small[MI][4], b_small[NI][2];
+            for (int mi = 0; mi < MI; ++mi)
+                for (int i = 0; i < 4; ++i) {
+                    a_big[mi][i] = to_tf32(a[mi][i]);
+                    a_small[mi][i] = to_tf32(a[mi][i] - tf32_value(a_big[mi][i]));
+                }
+            for (int ni = 0; ni < NI; ++ni)
+                for (int i = 0; i < 2; ++i) {
+                    b_big[ni][i] = to_tf32(b[ni][i]);
+                    b_small[ni][i] = to_tf32(b[ni][i] - tf32_value(b_big[ni][i]));
+                }
+            for (int mi = 0; mi < MI; ++mi)
+                for (int ni = 0; ni < NI; ++ni) {
+                    mma_into(acc[mi][ni], a_big[mi], b_big[ni]);
+                    if (SPLIT == 3) {
+                        mma_into(fix[mi][ni], a_small[mi], b_big[ni]);
+                        mma_into(fix[mi][ni], a_big[mi], b_small[ni]);
+                    }
+                }
+        }
+        __syncthreads();
+    }
+    for (int mi = 0; mi < MI; ++mi)
+        for (int ni = 0; ni < NI; ++ni)
+            for (int i = 0; i < 4; ++i) {
+                const int r = m0 + wm + mi * 16 + g + 8 * (i / 2);
+                const int c = n0 + wn + ni * 8 + 2 * t + i % 2;
+                if (r < M && c < N) C[(long long)r * N + c] = acc[mi][ni][i] + fix[mi][ni][i];
+            }
+}
