@@ -246,7 +246,8 @@ def _workspace(size: int):
 def _kernel(config: str, entry: str):
     """Launch function of an entry of a configuration's compiled module (09_sgemm.cu), built
     once: ``launch(grid, args)``. The entries: chapter 8's ``matmul_async``, ``matmul_splitk``
-    (slices of K into a workspace in place of C), ``matmul_streamk`` and ``streamk_fixup``;
+    (slices of K into a workspace in place of C), and stream-K's ``matmul_tiles`` (the whole
+    waves), ``matmul_streamk`` (the shares) and ``streamk_fixup``;
     those ending in ``_ld`` take leading dimensions, the others build in lda = K and
     ldb = ldc = N, which runs faster where the matrices are contiguous. The fallback has one
     entry (``entry`` ""). On the GPU the function is CuPy's own, without the launch API's
