@@ -6,6 +6,7 @@ against float64; every result checked for NaN (C poisoned first); two interleave
 median GPU time.
 
     python benchmarks/tf32_first_look.py          # on a GPU host
+    python benchmarks/tf32_first_look.py --vs-k   # error only, 1024 x 1024 x K, K = 256 ... 16384
 """
 import sys
 
@@ -49,6 +50,21 @@ CALLS = {"cublas": cublas_call(DEFAULT_MATH), "cublas_tf32": cublas_call(TF32_MA
          "tf32_naive": ours(1), "tf32x3_naive": ours(3), "tf32_naive_fadd": ours(1, 1),
          "tf32x3_naive_fadd": ours(3, 1), "tf32_tiled": ours(1, 0, True),
          "tf32x3_tiled": ours(3, 0, True), "tf32x3_tiled_fadd": ours(3, 1, True)}
+
+if "--vs-k" in sys.argv:
+    rows = []
+    for K in (256, 1024, 4096, 16384):
+        A, B = device_inputs(1024, 1024, K, seed=0)
+        ref = A.astype(xp.float64) @ B.astype(xp.float64)
+        C = xp.empty((1024, 1024), dtype=xp.float32)
+        for name, call in CALLS.items():
+            C.fill(xp.nan)
+            call(A, B, C, 1024, 1024, K)
+            rows.append({"K": K, "kernel": name, "rel_error": relative_error_xp(C, ref)})
+    table = pd.DataFrame(rows).pivot(index="kernel", columns="K", values="rel_error")
+    print(device_report()["name"], "-- relative error, M = N = 1024")
+    print(table.to_string(float_format=lambda v: f"{v:.2e}"))
+    sys.exit(0)
 
 rows = []
 for n in (4096, 8192):
