@@ -160,11 +160,10 @@ class Plan:
         work_area = _arg(_workspace(2 * shares * tile_m * tile_n))
         _kernel(self.config, "matmul_streamk" + ld)(
             (shares,), (_arg(A), _arg(B), _arg(C), work_area, *sizes, *_ints(shares)))
-        if shares > 1:
-            parts = tile_m * tile_n // (16 * self.spec.block[0])  # FIXUP_FLOATS per part
-            sizes = _ints(M, N, K, ldb, ldc, shares)
-            _kernel(self.config, "streamk_fixup")((shares - 1, parts),
-                                                  (work_area, _arg(C), _arg(B), *sizes))
+        parts = tile_m * tile_n // (16 * self.spec.block[0])  # FIXUP_FLOATS per part
+        sizes = _ints(M, N, K, ldb, ldc, shares)  # shares > 1 here: one share takes every tile
+        _kernel(self.config, "streamk_fixup")((shares - 1, parts),
+                                              (work_area, _arg(C), _arg(B), *sizes))
 
 
 STREAMK_CPU_BLOCKS = 5

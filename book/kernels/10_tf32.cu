@@ -115,16 +115,16 @@ matmul_tf32_tiled(const float* __restrict__ A, const float* __restrict__ B,
                 const int c = wn + ni * 8 + g;
                 b[ni][0] = Bs[ks + t][c], b[ni][1] = Bs[ks + t + 4][c];
             }
-            unsigned a_big[MI][4], b_big[NI][2], a_small[MI][4], b_small[NI][2];
+            unsigned a_big[MI][4], b_big[NI][2], a_small[MI][4] = {}, b_small[NI][2] = {};
             for (int mi = 0; mi < MI; ++mi)
                 for (int i = 0; i < 4; ++i) {
                     a_big[mi][i] = to_tf32(a[mi][i]);
-                    a_small[mi][i] = to_tf32(a[mi][i] - tf32_value(a_big[mi][i]));
+                    if (SPLIT == 3) a_small[mi][i] = to_tf32(a[mi][i] - tf32_value(a_big[mi][i]));
                 }
             for (int ni = 0; ni < NI; ++ni)
                 for (int i = 0; i < 2; ++i) {
                     b_big[ni][i] = to_tf32(b[ni][i]);
-                    b_small[ni][i] = to_tf32(b[ni][i] - tf32_value(b_big[ni][i]));
+                    if (SPLIT == 3) b_small[ni][i] = to_tf32(b[ni][i] - tf32_value(b_big[ni][i]));
                 }
             for (int mi = 0; mi < MI; ++mi)
                 for (int ni = 0; ni < NI; ++ni) {

@@ -257,17 +257,16 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
             unsigned long long ballot = 0;
             for (unsigned l = 0; l < 32; ++l)
                 if (f.mask >> l & 1u && fibers[base + l].value) ballot |= 1ull << l;
+            if (f.op == MMA) {  // the whole warp (its mask is): compute every lane's D at once
+                MmaTf32* lanes[32];
+                for (unsigned l = 0; l < 32; ++l)
+                    lanes[l] = reinterpret_cast<MmaTf32*>(fibers[base + l].value);
+                mma_tf32_release(lanes);
+            }
             for (unsigned l = 0; l < 32; ++l) {
                 if (!(f.mask >> l & 1u)) continue;
                 Fiber& g = fibers[base + l];
-                if (g.op == MMA) {
-                    if (l == 31) {  // every lane has arrived: compute the whole warp's D at once
-                        MmaTf32* lanes[32];
-                        for (unsigned k = 0; k < 32; ++k)
-                            lanes[k] = reinterpret_cast<MmaTf32*>(fibers[base + k].value);
-                        mma_tf32_release(lanes);
-                    }
-                } else if (g.op == SHFL) {
+                if (g.op == SHFL) {
                     if (!(f.mask >> g.src & 1u)) {  // on a GPU: an undefined value
                         char what[320];
                         std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, %u):"
