@@ -17,6 +17,7 @@ import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,8 @@ class KernelSpec:
     min_cc: tuple[int, int] = (7, 0)  # the compute capability the source needs
     needs: str = ""             # the feature that sets min_cc above 7.0, e.g. "cp.async"
     bug: str = field(default="", compare=False)  # a source's mistake this kernel reproduces
+    tolerance: float = 1e-5     # largest relative error it may have (harness.check.TOLERANCE);
+                                # TF32_TOLERANCE for plain TF32 (inputs keep 10 mantissa bits)
 
     def __post_init__(self):
         if self.mapping not in MAPPINGS:
@@ -231,6 +234,58 @@ def async_tile(**changes) -> KernelSpec:
                       min_cc=(8, 0), needs="cp.async")
 
 
+TF32_TOLERANCE = 2e-3
+"""Plain TF32 rounds each input to 10 mantissa bits (relative error up to 2^-11 each): its
+products carry errors near 2^-11, and the relative error of C measures about 2.6e-4. One product of two rounded inputs can be
+off by 2 x 2^-11 (9.8e-4): the tolerance is twice that."""
+
+
+def _tf32(split: int, tiled: bool) -> KernelSpec:
+    """Chapter 10, steps 1 and 2: 10_tf32.cu, plain TF32 (split 1) or 3xTF32 (split 3)."""
+    kind = "tf32x3" if split == 3 else "tf32"
+    name, block, tile = (("matmul_tf32_tiled", (256, 1), (128, 128)) if tiled
+                         else ("matmul_tf32", (128, 1), (32, 16)))
+    label = (f"{'3xTF32' if split == 3 else 'TF32'} mma.sync, "
+             f"{'128x128 shared-memory tiles' if tiled else 'one warp per 16x8'}")
+    return KernelSpec(f"{kind}_{'tiled' if tiled else 'naive'}", label, 10, "10_tf32.cu", name,
+                      block, tile, defines=(("SPLIT", split),), min_cc=(8, 0),
+                      needs="mma.sync with TF32", tolerance=TF32_TOLERANCE if split == 1 else 1e-5)
+
+
+@dataclass(frozen=True)
+class TwoLaunchSpec(KernelSpec):
+    """Chapter 10, step 3: 3xTF32 on wgmma, launched as book.tensor_cores.tf32x3_wgmma does
+    (a pass that splits A and B, then the product). It needs a Hopper GPU (compute capability
+    9.0 exactly: wgmma is compiled for sm_90a, which no other GPU runs)."""
+
+    def why_not_here(self) -> str | None:
+        cc = device_cc()
+        if cc != self.min_cc:
+            return (f"needs compute capability {cc_text(self.min_cc)} exactly ({self.needs}); "
+                    f"this device counts as {cc_text(cc)}")
+        return super().why_not_here()
+
+    def launch(self, A, B, C, M: int, N: int, K: int) -> None:
+        self.row_lengths(A, B, C, M, N, K)
+        why = _why_not_here_once(self)  # once per process: the launches follow closely
+        if why:
+            raise LaunchError(f"{self.id} cannot run here: it {why}")
+        from .tensor_cores import tf32x3_wgmma
+        tf32x3_wgmma(A, B, C, M, N, K, stages=dict(self.defines)["STAGES"])
+
+
+@lru_cache(maxsize=None)
+def _why_not_here_once(spec: KernelSpec) -> str | None:
+    return spec.why_not_here()
+
+
+def _wgmma(stages: int = 3) -> KernelSpec:
+    return TwoLaunchSpec("tf32x3_wgmma", "3xTF32 wgmma, 128x128, bulk copies", 10, "10_wgmma.cu",
+                         "matmul_tf32x3_wgmma", (256, 1), (128, 128), defines=(("STAGES", stages),),
+                         options=("-arch=sm_90a",), stage_bytes=stages * 65536 + 1024,
+                         min_cc=(9, 0), needs="wgmma, sm_90a")
+
+
 KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _naive(8), _naive(16), _naive(32),
     KernelSpec("naive1d", "naive, 1D grid (256)", 2, "02_naive.cu", "matmul_naive_1d", (256, 1),
@@ -272,6 +327,7 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _tiled(16, "07_pitched.cu", "matmul_tiled_ld", "tiled_ld", "tiled {t}, leading dimensions",
            chapter=7, leading_dims=True),
     vec4(), vec4(pad=4), warptile(DB=0), warptile(), async_tile(PAD=0), async_tile(),
+    _tf32(1, False), _tf32(3, False), _tf32(1, True), _tf32(3, True), _wgmma(),
 ]}
 """Every matmul kernel of the book, by id, in chapter order."""
 LABELS = {**{k: s.label for k, s in KERNELS.items()}, "cublas": "cuBLAS SGEMM"}

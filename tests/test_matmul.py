@@ -21,8 +21,11 @@ def error_of(spec, M, N, K) -> float:
 @pytest.mark.parametrize("M, N, K", SIZES)
 @pytest.mark.parametrize("kernel_id", [s.id for s in correct_kernels()])
 def test_matches_float64(kernel_id, M, N, K):
+    why = KERNELS[kernel_id].why_not_here()
+    if why:
+        pytest.skip(f"{kernel_id} {why}")
     err = error_of(KERNELS[kernel_id], M, N, K)
-    assert err < TOLERANCE, f"{kernel_id} at {M}x{N}x{K}: relative error {err:.2e}"
+    assert err < KERNELS[kernel_id].tolerance, f"{kernel_id} at {M}x{N}x{K}: relative error {err:.2e}"
 
 
 # (kernel, a size where its bug does not bite, a size where it does)

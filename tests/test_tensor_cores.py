@@ -138,3 +138,29 @@ def test_tf32_kernels_on_odd_shapes(shape):
             errors[split, fadd] = relative_error(to_host(C), ref)
         assert 2e-5 < errors[1, 0] < 2e-3, (name, errors)
         assert errors[3, 0] < TOLERANCE and errors[3, 1] < TOLERANCE, (name, errors)
+
+
+def _hopper() -> bool:
+    from book.registry import device_cc
+    return device_cc() == (9, 0)
+
+
+@pytest.mark.skipif(not _hopper(), reason="wgmma needs compute capability 9.0 (the emulator counts as 9.0)")
+@pytest.mark.parametrize("from_c", [0, 1])
+def test_wgmma_reads_the_swizzled_tiles_and_sums_like_mma(from_c):
+    """Four chained wgmmas (m64n128k8, operands in the 128-byte swizzle, k-steps reached by
+    moving the start 8 floats) give bit for bit what each warp's chain of mma.sync gives on the
+    same values: the layout of tensor.cuh is the hardware's, and the emulator's wgmma (16 mma per
+    warp) sums as the GPU's does. Random values with spread exponents, so truncation shows."""
+    rng = np.random.default_rng(from_c)
+    spread = lambda shape: (rng.uniform(-1, 1, shape) * 2.0 ** rng.integers(-6, 7, shape)).astype(np.float32)
+    A, B, C = spread((64, 32)), spread((32, 128)), spread((64, 128))
+    D1, D2 = (xp.full((64, 128), xp.nan, dtype=xp.float32) for _ in range(2))
+    kernel = load_kernel(ROOT / "tests" / "kernels" / "wgmma.cu", "wgmma_vs_mma", options=("-arch=sm_90a",))
+    kernel.max_dynamic_shared_size_bytes = 2 * 128 * 32 * 4 + 1024
+    kernel(1, 128, (*(to_device(m) for m in (A, B, C)), D1, D2, np.int32(from_c)),
+           shared_mem=2 * 128 * 32 * 4 + 1024)
+    d1, d2 = to_host(D1), to_host(D2)
+    np.testing.assert_array_equal(d1, d2)
+    exact = A.astype(np.float64) @ B.astype(np.float64) + (C if from_c else 0)
+    assert np.linalg.norm(d1 - exact) / np.linalg.norm(exact) < 2e-3  # TF32 inputs

@@ -36,4 +36,5 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4],
     ::cuda_emu::mma_tf32(__LINE__, d, a, b, c);
 #endif
 }
+
 #endif

@@ -1,0 +1,130 @@
+// 10_wgmma.cu -- tensor cores, step 3: 3xTF32 on Hopper's warpgroup mma (wgmma), its operands
+// copied into shared memory by the copy engine, split once beforehand.
+//
+// Idea: on an H100 mma.sync (steps 1 and 2) reaches about 320 TFLOP/s of TF32 at best, so
+//   3xTF32 through it could not run at even twice SGEMM's 51. wgmma, the Hopper instruction that
+//   cuBLAS uses, reaches about 490: four warps (a warpgroup) multiply a 64 x 8 tile of A by an
+//   8 x 128 tile of B, both read by the tensor core from shared memory. Its TF32 operands must be
+//   stored k-major, 128 bytes (32 k's) per row in a fixed swizzle (tensor.cuh), so B is
+//   transposed, and the split into big and small parts is done once for all:
+// pack_split (the first launch, one pass over A and one over B): each 128 x 32 tile of A, and of
+//   B transposed, becomes a 32 KiB record [big 128 x 32][small 128 x 32], already in the swizzled
+//   layout, zero-padded to whole tiles. big = tf32(x), small = tf32(x - big).
+// matmul_tf32x3_wgmma (the second): a block computes 128 x 128 of C with two warpgroups, each
+//   64 x 128. One thread asks the copy engine (cp.async.bulk) for the two 32 KiB records of a
+//   k-tile, STAGES - 1 tiles ahead; an mbarrier counts their bytes, and every thread waits on it.
+//   Per 8 k's, three wgmmas: small_A big_B, big_A small_B, big_A big_B (the 2^-22 term
+//   small_A small_B is dropped).
+// The accumulation: the tensor core adds its inputs with truncation (toward zero), so a sum kept
+//   in it for all of K drifts by K / 8 cuts. Here each k-tile's 12 wgmmas start from zero, and
+//   their result is added to the accumulator with float32 adds (rounded to nearest): the cuts
+//   stay inside 32 k's.
+// Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2); then
+//   matmul_tf32x3_wgmma with block 256, grid
+//   (CEIL_DIV(N, 128), CEIL_DIV(M, 128)), STAGE_BYTES * STAGES + 1024 bytes of dynamic
+//   shared memory; any M, N, K. Compiled for sm_90a (compute capability 9.0).
+#include "wgmma.cuh"
+
+#ifndef STAGES
+#define STAGES 3
+#endif
+#define TILE_FLOATS (128 * 32)           // one 128 x 32 tile
+#define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
+#define STAGE_BYTES (2 * RECORD_FLOATS * 4)
+static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
+
+// A (M x K) and B (K x N) into records, blockIdx.z = 0 for A, 1 for B: A's rows are the record
+// rows (k = its column); B's columns are (k = its row), so B comes out transposed. Record
+// (i, kt) -- rows 128 i .., k's 32 kt .. -- starts at float (i * CEIL_DIV(K, 32) + kt) *
+// RECORD_FLOATS of Ap or Bp.
+extern "C" __global__ void __launch_bounds__(256)
+pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
+           float* __restrict__ Bp, int M, int N, int K) {
+    __shared__ float T[32][129];  // B's 32 x 128 piece, to read it along its rows
+    const bool is_b = blockIdx.z == 1;
+    const int k0 = blockIdx.x * 32, r0 = blockIdx.y * 128;
+    if (r0 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N
+    float* record = (is_b ? Bp : Ap) + ((long long)blockIdx.y * CEIL_DIV(K, 32) + blockIdx.x) * RECORD_FLOATS;
+    if (is_b) {
+        for (int e = threadIdx.x; e < 32 * 128; e += 256) {
+            const int k = k0 + e / 128, n = r0 + e % 128;
+            T[e / 128][e % 128] = k < K && n < N ? B[(long long)k * N + n] : 0.0f;
+        }
+        __syncthreads();
+    }
+    for (int e = threadIdx.x; e < 128 * 8; e += 256) {  // 4 k's (16 bytes) at a time
+        const int r = e / 8, k = 4 * (e % 8), row = r0 + r;
+        float v[4];
+        for (int j = 0; j < 4; ++j)
+            v[j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K ? A[(long long)row * K + k0 + k + j] : 0.0f;
+        float big[4], small[4];
+        for (int j = 0; j < 4; ++j) {
+            big[j] = __int_as_float((int)to_tf32(v[j]));
+            small[j] = __int_as_float((int)to_tf32(v[j] - big[j]));
+        }
+        const int at = tf32_swizzle(r, k);
+        *reinterpret_cast<float4*>(record + at) = make_float4(big[0], big[1], big[2], big[3]);
+        *reinterpret_cast<float4*>(record + TILE_FLOATS + at) =
+            make_float4(small[0], small[1], small[2], small[3]);
+    }
+}
+
+// Ap, Bp: pack_split's records of A and of B. group_m > 0 orders the blocks in groups of group_m
+// tile rows, so that the blocks running at once share tiles of A and B in L2.
+extern "C" __global__ void __launch_bounds__(256, 1)
+matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
+                    float* __restrict__ C, int M, int N, int K, int group_m) {
+    extern __shared__ __align__(16) float dynamic[];
+    float* stages = align_1024(dynamic);
+    __shared__ unsigned long long full[STAGES];  // one mbarrier per stage
+    const int tid = threadIdx.x, wg = tid / 128, w = tid % 128 / 32, g = tid % 32 / 4, t = tid % 4;
+    const int tiles = CEIL_DIV(K, 32);
+    int tile_row = blockIdx.y, tile_col = blockIdx.x;
+    if (group_m > 0) {
+        const int id = blockIdx.y * gridDim.x + blockIdx.x, group = group_m * gridDim.x;
+        const int first = id / group * group_m, rows = min((int)gridDim.y - first, group_m);
+        tile_row = first + id % group % rows, tile_col = id % group / rows;
+    }
+    const float* a_records = Ap + (long long)tile_row * tiles * RECORD_FLOATS;
+    const float* b_records = Bp + (long long)tile_col * tiles * RECORD_FLOATS;
+    if (tid == 0)
+        for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]);
+    __syncthreads();
+    auto load = [&](int kt) {  // one thread: k-tile kt into its stage
+        float* stage = stages + kt % STAGES * (2 * RECORD_FLOATS);
+        barrier_expect(&full[kt % STAGES], STAGE_BYTES);
+        bulk_copy(stage, a_records + (long long)kt * RECORD_FLOATS, RECORD_FLOATS * 4, &full[kt % STAGES]);
+        bulk_copy(stage + RECORD_FLOATS, b_records + (long long)kt * RECORD_FLOATS, RECORD_FLOATS * 4,
+                  &full[kt % STAGES]);
+    };
+    if (tid == 0)
+        for (int kt = 0; kt < STAGES - 1 && kt < tiles; ++kt) load(kt);
+    float acc[64], part[64];
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part[i] = 0.0f;
+    for (int kt = 0; kt < tiles; ++kt) {
+        __syncthreads();  // both warpgroups are done with the stage the next load overwrites
+        if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
+        barrier_wait(&full[kt % STAGES], kt / STAGES % 2);
+        const float* stage = stages + kt % STAGES * (2 * RECORD_FLOATS);
+        const float* a_big = stage + wg * 64 * 32;  // this warpgroup's 64 rows
+        const float* a_small = a_big + TILE_FLOATS;
+        const float* b_big = stage + RECORD_FLOATS;
+        const float* b_small = b_big + TILE_FLOATS;
+        wgmma_fence();
+        for (int s = 0; s < 4; ++s) {  // 8 k's each; the tile's first wgmma starts from zero
+            wgmma_m64n128_tf32(part, a_small + 8 * s, b_big + 8 * s, s > 0);
+            wgmma_m64n128_tf32(part, a_big + 8 * s, b_small + 8 * s, true);
+            wgmma_m64n128_tf32(part, a_big + 8 * s, b_big + 8 * s, true);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_registers(part);
+        for (int i = 0; i < 64; ++i) acc[i] += part[i];  // float32 adds, rounded to nearest
+    }
+    const int row = tile_row * 128 + wg * 64 + 16 * w + g, col = tile_col * 128 + 2 * t;
+    for (int j = 0; j < 16; ++j)
+        for (int i = 0; i < 4; ++i) {
+            const int r = row + 8 * (i / 2), c = col + 8 * j + i % 2;
+            if (r < M && c < N) C[(long long)r * N + c] = acc[4 * j + i];
+        }
+}

@@ -1,0 +1,115 @@
+// wgmma.cuh -- Hopper's warpgroup mma (wgmma) with TF32 operands, fed by bulk copies (chapter 10,
+// step 3), on the GPU (compute capability 9.0, compiled for sm_90a) and on the CPU emulator.
+#ifndef BOOK_WGMMA_CUH
+#define BOOK_WGMMA_CUH
+#include "tensor.cuh"
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "wgmma.cuh needs compiling for sm_90a (NVRTC option -arch=sm_90a; a Hopper GPU)"
+#endif
+
+// A warpgroup is 4 consecutive warps (128 threads). wgmma_m64n128_tf32(d, a, b, accumulate):
+// D (64 x 128) = A (64 x 8) B (8 x 128) [+ D], both operands read by the tensor core straight from
+// shared memory, each stored "K-major" (A: 64 rows of 8 k's; B: 128 rows -- columns of B -- of
+// 8 k's), 128 bytes per row in the 128-byte swizzle: the 16-byte piece j of row r sits at piece
+// j ^ (r % 8), the rows 1024-byte aligned in groups of 8 (tf32_swizzle below). a and b point at
+// the operand's first k inside such a tile (tile + 8 s floats for k-step s).
+// Warp w of the warpgroup receives rows 16 w .. 16 w + 15 of D, in mma_tf32's C layout for each
+// of the 16 column blocks of 8: d[4 j + i] = D[16 w + g + 8 (i / 2)][8 j + 2 t + i % 2].
+// The mma is asynchronous: wgmma_fence() before, wgmma_commit() after a group, wgmma_wait<n>()
+// until at most n groups are in flight; d may be read only after that.
+// The CPU emulator computes it at once as the warp's 16 mma_tf32 (same sums, same rounding).
+__device__ __forceinline__ int tf32_swizzle(int row, int k) {  // float offset of (row, k) in a tile
+    return row * 32 + (((k / 4) ^ (row % 8)) * 4) + k % 4;
+}
+template <typename T> __device__ __forceinline__ T* align_1024(T* p) {  // first 1024-byte boundary
+#ifdef __CUDA_ARCH__
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(p) + (((s + 1023u) & ~1023u) - s));
+#else
+    const auto u = reinterpret_cast<unsigned long long>(p);
+    return reinterpret_cast<T*>((u + 1023ull) & ~1023ull);
+#endif
+}
+
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// Matrix descriptor: start address / 16, leading offset 1 (unused in this layout), stride between
+// groups of 8 rows 1024 bytes (/ 16 = 64), swizzle mode 1 (128 bytes).
+__device__ __forceinline__ unsigned long long tf32_descriptor(const float* p) {
+    return (unsigned long long)((shared_address(p) & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) |
+           (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int n> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
+}
+template <int n> __device__ __forceinline__ void fence_registers(float (&d)[n]) {  // keep reads after the wait
+    for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+__device__ __forceinline__ void wgmma_m64n128_tf32(float (&d)[64], const float* a, const float* b,
+                                                   bool accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(tf32_descriptor(a)), "l"(tf32_descriptor(b)), "r"(int(accumulate)));
+}
+// mbarrier: a shared 64-bit word counting arrivals and bytes of copies still to land.
+__device__ __forceinline__ void barrier_init(unsigned long long* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(bar)));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One thread: the next phase of bar completes when `bytes` have been copied by bulk_copy.
+__device__ __forceinline__ void barrier_expect(unsigned long long* bar, int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)),
+                 "r"(bytes) : "memory");
+}
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared memory
+// by the copy engine (cp.async.bulk), counted on bar.
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, int bytes, unsigned long long* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)) : "memory");
+}
+// Waits until bar has completed the phase with this parity (0, 1, 0, ... for its uses in turn).
+__device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity) {
+    asm volatile("{\n.reg .pred p;\nWAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT_%=;\n}\n" ::"r"(shared_address(bar)), "r"(parity) : "memory");
+}
+#else
+inline void wgmma_fence() {}
+inline void wgmma_commit() {}
+template <int n> inline void wgmma_wait() {}
+template <int n> inline void fence_registers(float (&)[n]) {}
+inline void wgmma_m64n128_tf32(float (&d)[64], const float* a, const float* b, bool accumulate) {
+    auto at = [](const float* p, int row, int k) {  // the swizzle acts on the address bits
+        auto u = reinterpret_cast<unsigned long long>(p) + 128ull * row + 4ull * k;
+        u ^= ((u >> 7) & 7ull) << 4;
+        unsigned bits;
+        std::memcpy(&bits, reinterpret_cast<const void*>(u), 4);
+        return bits;
+    };
+    const int w = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const unsigned fa[4] = {at(a, 16 * w + g, t), at(a, 16 * w + g + 8, t), at(a, 16 * w + g, t + 4),
+                            at(a, 16 * w + g + 8, t + 4)};
+    for (int j = 0; j < 16; ++j) {
+        const unsigned fb[2] = {at(b, 8 * j + g, t), at(b, 8 * j + g, t + 4)};
+        const float c[4] = {accumulate ? d[4 * j] : 0.0f, accumulate ? d[4 * j + 1] : 0.0f,
+                            accumulate ? d[4 * j + 2] : 0.0f, accumulate ? d[4 * j + 3] : 0.0f};
+        float out[4];
+        ::cuda_emu::mma_tf32(__LINE__, out, fa, fb, c);
+        for (int i = 0; i < 4; ++i) d[4 * j + i] = out[i];
+    }
+}
+inline void barrier_init(unsigned long long* bar) { *bar = 0; }
+inline void barrier_expect(unsigned long long*, int) {}
+inline void bulk_copy(void* dst, const void* src, int bytes, unsigned long long*) {
+    std::memcpy(dst, src, bytes);  // lands at once: one of the orders the GPU allows
+}
+inline void barrier_wait(unsigned long long*, int) {}
+#endif
+#endif
