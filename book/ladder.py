@@ -1,4 +1,4 @@
-"""Chapter 10: every kernel of the book on one page, read from the results files of every GPU.
+"""Chapter 11: every kernel of the book on one page, read from the results files of every GPU.
 
 :func:`ladder` collects each kernel's checked measurement at n = 4096 from the chapter that
 introduced it (the CPU loop at the largest size it was run at), with its % of the cuBLAS SGEMM
@@ -23,7 +23,7 @@ from .registry import KERNELS
 from .harness.sources import DATA
 
 FILES = ["02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coarsen",
-         "06_regtile", "07_kahan_speed", "08_steps", "09_sgemm_suite"]
+         "06_regtile", "07_kahan_speed", "08_steps", "09_sgemm_suite", "10_tensor_cores"]
 """The results files that time kernels at n = 4096, in chapter order: a kernel is taken from the
 first file holding it, and listed under the chapter that introduced it."""
 TUNE = "08_tune"
@@ -33,6 +33,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 FIGURE = README.parent / "results" / "ladder.png"
 """The ladder of every recorded GPU, drawn by ``python -m book.ladder`` for the landing page."""
 BEGIN, END = "<!-- ladder:begin -->", "<!-- ladder:end -->"
+CUBLAS_RUNG = 11
+"""The chapter number the ladder gives cuBLAS SGEMM's row, to list it after every chapter's kernels."""
 
 
 def _chapter(name: str) -> int:
@@ -63,7 +65,7 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
             ok = ok[ok.kernel == (best.kernel if best is not None else None)]
             ok = ok.assign(label="autotuned winner: " + ok.label)
         for r in ok.itertuples():
-            if r.kernel in seen:
+            if r.kernel in seen or r.kernel == "cublas_tf32":  # that one: TF32's accuracy
                 continue
             seen.add(r.kernel)
             chapter = KERNELS[r.kernel].chapter if r.kernel in KERNELS else _chapter(name)
@@ -72,7 +74,7 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
                          "pct_of_cublas": r.pct_of_cublas, "device": r.device})
     df = pd.DataFrame(rows)
     if len(df):  # in chapter order (stable), cuBLAS last
-        df.loc[df.kernel == "cublas", "chapter"] = 10
+        df.loc[df.kernel == "cublas", "chapter"] = CUBLAS_RUNG
         df = df.sort_values("chapter", kind="stable")
     return df.reset_index(drop=True)
 
@@ -106,7 +108,7 @@ def all_gpus(n: int = 4096, say: bool = False) -> pd.DataFrame:
 
 MILESTONES = {"naive 32x32 (ch. 2)": "naive32", "tiled 32 (ch. 4)": "tiled32",
               "best register tile (ch. 6)": 6, "best of chapter 8": 8}
-"""The rungs chapter 10's prose reads per GPU: a kernel id, or a chapter (its best kernel)."""
+"""The rungs chapter 11's prose reads per GPU: a kernel id, or a chapter (its best kernel)."""
 
 
 def milestones(df: pd.DataFrame) -> pd.DataFrame:
@@ -126,7 +128,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     """Kernels as rows, each GPU's GFLOP/s and % of cuBLAS side by side."""
     keys = ["chapter", "kernel", "label", "n"]
     wide = df.set_index(keys + ["device"])[["gflops", "pct_of_cublas"]].unstack("device")
-    rows = df[keys].drop_duplicates().sort_values("chapter", kind="stable")  # cuBLAS (10) last
+    rows = df[keys].drop_duplicates().sort_values("chapter", kind="stable")  # cuBLAS (CUBLAS_RUNG) last
     wide = wide.reindex(pd.MultiIndex.from_frame(rows))
     wide.columns = [f"{dev}: {'GFLOP/s' if v == 'gflops' else '% of cuBLAS'}"
                     for v, dev in wide.columns]
@@ -137,7 +139,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 def markdown(df: pd.DataFrame) -> str:
     """The side-by-side table as GitHub markdown (numbers rounded, blanks where not measured)."""
     t = table(df)
-    t["chapter"] = ["cuBLAS" if c == 10 else str(c) for c in t.chapter]
+    t["chapter"] = ["cuBLAS" if c == CUBLAS_RUNG else str(c) for c in t.chapter]
 
     def cell(col, v):
         if isinstance(v, float):
@@ -234,15 +236,16 @@ def ladder_plot(df: pd.DataFrame):
                             textcoords="offset points", va="center", fontsize=8)
             handles.append(Patch(fc="0.4", alpha=1.0 - 0.45 * g, hatch=("", "///", "...", "xx")[g % 4],
                                  label=gpu))
+        right = max(110, 1.08 * gpu_rows.pct_of_cublas.max())  # tensor cores pass 100%
         for lab in labels:
             kernel = gpu_rows.loc[gpu_rows.label == lab, "kernel"].iloc[0]
             if kernel in marks:
-                ax.annotate("◆ " + marks[kernel], (109, labels.index(lab) + 0.4 - height / 2),
+                ax.annotate("◆ " + marks[kernel], (right - 1, labels.index(lab) + 0.4 - height / 2),
                             va="center", ha="right", fontsize=8, color="firebrick")
         ax.axvline(100, color="k", lw=1)
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], labels, fontsize=9)
         ax.set_ylim(len(labels) - 0.1, -0.3)  # first chapter on top, no empty rows
-        ax.set_xlim(0, 110)
+        ax.set_xlim(0, right)
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("% of cuBLAS SGEMM at n = 4096 (timed in the same run)")
         ax.set_title("Every kernel of the book at n = 4096, coloured by chapter\n(◆: what source "
@@ -330,7 +333,7 @@ def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
                     xytext=(4, 3), textcoords="offset points", fontsize=8)
         ax.annotate(f"DRAM: copy bandwidth (measured), {bw:,.0f} GB/s", (0.5, bw * 0.5),
                     xytext=(6, -4), textcoords="offset points", fontsize=8, va="top")
-        d = d.assign(family=d.chapter.where(d.chapter != 10, 0).astype(int))
+        d = d.assign(family=d.chapter.where(d.chapter != CUBLAS_RUNG, 0).astype(int))
         for family, group in d.groupby("family", sort=True):
             name, color = FAMILIES[family]
             ax.plot(group.ai_dram, group.gflops, "o", color=color, ms=6,

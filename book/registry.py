@@ -24,6 +24,7 @@ import numpy as np
 
 from .launch.cuda_source import KernelSourceError, resolve
 from .launch.runtime import BACKEND, CPU_ARCH, Kernel, LaunchError, cupy, device_limits, load_kernel
+from .launch.wgmma import tf32x3_wgmma
 
 MAPPINGS = ("tile", "tile_xrows", "tile_floor", "flat", "row")
 """How a kernel's grid covers C:
@@ -248,13 +249,13 @@ def _tf32(split: int, tiled: bool) -> KernelSpec:
     label = (f"{'3xTF32' if split == 3 else 'TF32'} mma.sync, "
              f"{'128x128 shared-memory tiles' if tiled else 'one warp per 16x8'}")
     return KernelSpec(f"{kind}_{'tiled' if tiled else 'naive'}", label, 10, "10_tf32.cu", name,
-                      block, tile, defines=(("SPLIT", split),), min_cc=(8, 0),
-                      needs="mma.sync with TF32", tolerance=TF32_TOLERANCE if split == 1 else 1e-5)
+                      block, tile, defines=(("SPLIT", split), ("FADD", 0)), min_cc=(8, 0),
+                      needs="TF32 mma.sync", tolerance=TF32_TOLERANCE if split == 1 else 1e-5)
 
 
 @dataclass(frozen=True)
 class TwoLaunchSpec(KernelSpec):
-    """Chapter 10, step 3: 3xTF32 on wgmma, launched as book.tensor_cores.tf32x3_wgmma does
+    """Chapter 10, step 3: 3xTF32 on wgmma, launched as book.launch.wgmma.tf32x3_wgmma does
     (a pass that splits A and B, then the product). It needs a Hopper GPU (compute capability
     9.0 exactly: wgmma is compiled for sm_90a, which no other GPU runs)."""
 
@@ -270,8 +271,7 @@ class TwoLaunchSpec(KernelSpec):
         why = _why_not_here_once(self)  # once per process: the launches follow closely
         if why:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
-        from .tensor_cores import tf32x3_wgmma
-        tf32x3_wgmma(A, B, C, M, N, K, stages=dict(self.defines)["STAGES"])
+        tf32x3_wgmma(A, B, C, M, N, K, self.defines)
 
 
 @lru_cache(maxsize=None)
@@ -279,9 +279,10 @@ def _why_not_here_once(spec: KernelSpec) -> str | None:
     return spec.why_not_here()
 
 
-def _wgmma(stages: int = 3) -> KernelSpec:
+def _wgmma(stages: int = 3, chunk: int = 2) -> KernelSpec:
     return TwoLaunchSpec("tf32x3_wgmma", "3xTF32 wgmma, 128x128, bulk copies", 10, "10_wgmma.cu",
-                         "matmul_tf32x3_wgmma", (256, 1), (128, 128), defines=(("STAGES", stages),),
+                         "matmul_tf32x3_wgmma", (256, 1), (128, 128),
+                         defines=(("STAGES", stages), ("CHUNK", chunk)),
                          options=("-arch=sm_90a",), stage_bytes=stages * 65536 + 1024,
                          min_cc=(9, 0), needs="wgmma, sm_90a")
 

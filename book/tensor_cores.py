@@ -1,89 +1,73 @@
-"""Chapter 10: tensor cores at full FP32 accuracy.
-
-:func:`tf32x3_wgmma` runs 10_wgmma.cu's two launches -- ``pack_split`` over A and over B (split
-into big and small TF32 parts, in the swizzled tiles wgmma reads), then
-``matmul_tf32x3_wgmma`` -- with a workspace kept between calls of the same size.
-"""
+"""Chapter 10: tensor cores at full FP32 accuracy -- TF32 rounding and the 3xTF32 split in
+NumPy (:func:`tf32`, :func:`split_product`), cuBLAS TF32 as a pseudo-kernel, and the chapter's
+measurements (:func:`measure`, :func:`error_vs_k`). The wgmma kernel's two launches live in
+``book.launch.wgmma``."""
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 
-from .launch.runtime import BACKEND, LaunchError, cupy, load_kernel, xp
+from .launch.runtime import BACKEND, cupy, xp
+from .registry import KERNELS, TF32_TOLERANCE, chapter_kernels, device_cc, usable
 
-SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
+
+def tf32_bits(x) -> np.ndarray:
+    """cvt.rna.tf32.f32 as the PTX ISA defines it, in NumPy: float32 rounded to 10 mantissa bits,
+    to nearest with ties away from zero, the 13 low bits zero (Inf and NaN kept); as uint32."""
+    u = np.asarray(x, np.float32).view(np.uint32)
+    special = (u & 0x7F800000) == 0x7F800000
+    rounded = ((u.astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32)
+    nan = np.where(u & 0x007FFFFF, np.uint32(0x7FFFFFFF), u)
+    return np.where(special, nan, rounded)
+
+
+def tf32(x) -> np.ndarray:
+    """x rounded to TF32 (:func:`tf32_bits`), as float32 values."""
+    return tf32_bits(x).view(np.float32)
+
+
+def split_product(a: np.ndarray, b: np.ndarray, terms: int = 3) -> np.ndarray:
+    """The product the tensor cores would give with exact sums, in float64: a and b split into
+    big = tf32(x) and small = tf32(x - big); terms = 1 keeps big big (plain TF32), 3 adds
+    small big + big small (3xTF32), 4 adds small small too. Isolates the split's error from the
+    accumulation's."""
+    parts = []
+    for x in (a, b):
+        big = tf32(x)
+        parts.append((big.astype(np.float64), tf32(x - big).astype(np.float64)))
+    (a1, a2), (b1, b2) = parts
+    out = a1 @ b1
+    if terms >= 3:
+        out += a2 @ b1 + a1 @ b2
+    if terms >= 4:
+        out += a2 @ b2
+    return out
+
+
+def fragment_lanes() -> dict:
+    """Which lane of the warp holds each element of A (16 x 8), B (8 x 8) and C (16 x 8) in
+    mma.m16n8k8 with TF32 inputs (the PTX ISA's layout, as tensor.cuh states it)."""
+    import pandas as pd
+    A, B, C = np.zeros((16, 8), int), np.zeros((8, 8), int), np.zeros((16, 8), int)
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        A[g, t] = A[g + 8, t] = A[g, t + 4] = A[g + 8, t + 4] = lane
+        B[t, g] = B[t + 4, g] = lane
+        C[g, 2 * t] = C[g, 2 * t + 1] = C[g + 8, 2 * t] = C[g + 8, 2 * t + 1] = lane
+    return {name: pd.DataFrame(m).rename_axis(index="row", columns="column")
+            for name, m in (("A", A), ("B", B), ("C", C))}
+
+
 DEFAULT_MATH, TF32_MATH = 0, 3  # cublasMath_t: CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH
-TILE, K_TILE, RECORD_FLOATS = 128, 32, 2 * 128 * 32
-GROUP_TILES = 2048
-"""With more tiles of C than this, the blocks run in groups of 8 tile rows (L2 reuse). Measured
-on an H100: at 8192^3 (4096 tiles) grouping took the product from 11.3 to 9.7 ms; at 4096^3
-(1024 tiles) it cost 5% (1.15 -> 1.21 ms)."""
-
-_workspace: dict = {}
-
-
-def _ceil(n: int, d: int) -> int:
-    return -(-n // d)
-
-
-def records(rows: int, K: int):
-    """An empty workspace for pack_split's records of a rows x K operand."""
-    return xp.empty(_ceil(rows, TILE) * _ceil(K, K_TILE) * RECORD_FLOATS, dtype=xp.float32)
-
-
-@lru_cache(maxsize=None)
-def _kernels(stages: int):
-    """(pack_split, matmul_tf32x3_wgmma, its dynamic shared memory), loaded once: the launches
-    of a call must follow each other closely, or the GPU waits between them."""
-    pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS)
-    main = load_kernel(SOURCE, "matmul_tf32x3_wgmma", defines={"STAGES": stages}, options=OPTIONS)
-    smem = stages * 65536 + 1024
-    need = main.module.static_shared("matmul_tf32x3_wgmma") + smem
-    if need > main.max_dynamic_shared_size_bytes:
-        main.max_dynamic_shared_size_bytes = need
-    return pack_split, main, smem
-
-
-def pack(A, B, a_records, b_records, M: int, N: int, K: int) -> None:
-    """Split A and B into their records (from :func:`records`), in one launch."""
-    _kernels(3)[0]((_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2), (256, 1),
-                   (A, B, a_records, b_records, *map(np.int32, (M, N, K))))
-
-
-def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, stages: int = 3) -> None:
-    """C = A B with 3xTF32 on wgmma (A: M x K, B: K x N, C: M x N, contiguous float32)."""
-    for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
-        if tuple(x.shape) != shape or x.dtype != np.float32:
-            raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
-                              f"float32 {shape}")
-    key = (M, N, K)
-    if key not in _workspace:
-        _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = (records(M, K), records(N, K))
-    a_records, b_records = _workspace[key]
-    pack(A, B, a_records, b_records, M, N, K)
-    kernel, smem = _kernels(stages)[1:]
-    grid = (_ceil(N, TILE), _ceil(M, TILE))
-    group_m = 8 if grid[0] * grid[1] > GROUP_TILES else 0
-    kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, group_m))),
-           shared_mem=smem)
 
 
 class CublasTF32:
     """cuBLAS with TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH) as a pseudo-kernel for
     :func:`book.harness.measure.sweep`: the speed TF32 can reach, at TF32's accuracy."""
 
-    id, label, chapter = "cublas_tf32", "cuBLAS TF32 (tensor cores)", 0
-
-    @property
-    def tolerance(self) -> float:
-        from .registry import TF32_TOLERANCE
-        return TF32_TOLERANCE
+    id, label, chapter, tolerance = "cublas_tf32", "cuBLAS TF32 (tensor cores)", 0, TF32_TOLERANCE
 
     @staticmethod
     def why_not_here() -> str | None:
-        from .registry import device_cc
         if BACKEND != "gpu":
             return "needs cuBLAS on a GPU"
         return None if device_cc() >= (8, 0) else "needs compute capability 8.0 (TF32)"
@@ -97,3 +81,36 @@ class CublasTF32:
             xp.matmul(A, B, out=C)
         finally:
             cublas.setMathMode(handle, DEFAULT_MATH)
+
+
+def measure(sizes, rounds: int = 3) -> "pd.DataFrame":
+    """Chapter 10's kernels and cuBLAS TF32, checked then timed beside cuBLAS SGEMM at each n
+    (M = N = K) in ``rounds`` rounds (every kernel in turn in each): the median GFLOP/s, the
+    largest error, 'ok' only if every round passed its check, and GFLOP/s and % of SGEMM's."""
+    import pandas as pd
+
+    from .harness.measure import sweep
+    specs = usable(chapter_kernels(10) + [CublasTF32()], quiet=True)
+    runs = pd.concat([sweep(specs, sizes, seed=0).assign(round=r) for r in range(rounds)])
+    ok = runs.status == "ok"
+    df = runs.groupby(["M", "N", "K", "kernel"], sort=False).agg(
+        label=("label", "first"), chapter=("chapter", "first"), gflops=("gflops", "median"),
+        rel_error=("rel_error", "max"), device=("device", "first"), date=("date", "first")).reset_index()
+    status = runs.assign(ok=ok).groupby(["M", "N", "K", "kernel"], sort=False).apply(
+        lambda g: "ok" if g.ok.all() else g.status[~g.ok].iloc[0], include_groups=False)
+    df["status"] = status.to_numpy()
+    df.loc[df.status != "ok", "gflops"] = float("nan")  # a failed check is never timed
+    base = df[df.kernel == "cublas"].set_index(["M", "N", "K"]).gflops
+    df["pct_of_cublas"] = 100 * df.gflops / base.reindex(
+        pd.MultiIndex.from_frame(df[["M", "N", "K"]])).to_numpy()
+    return df
+
+
+def error_vs_k(Ks, n: int, kinds=("positive", "mixed")):
+    """Chapter 7's error-against-K measurement (``book.models.accuracy.error_vs_k``: n x n x K,
+    fresh inputs per K, the floor of float32 and cuBLAS SGEMM included) for chapter 7's plain and
+    Kahan loops, cuBLAS TF32 and chapter 10's kernels."""
+    from .models.accuracy import error_vs_k as measure_errors
+    specs = [KERNELS["naive16"], KERNELS["kahan_naive16"], CublasTF32()] + chapter_kernels(10)
+    return measure_errors([s for s in specs if not s.why_not_here()], Ks, n, n, kinds=kinds,
+                          fmad=(True,))

@@ -1,4 +1,4 @@
-"""Chapter 10's summary: read from the results files, never typed in."""
+"""Chapter 11's summary: read from the results files, never typed in."""
 import pandas as pd
 import pytest
 
@@ -26,7 +26,7 @@ def test_markdown_has_one_column_pair_per_gpu():
          "pct_of_cublas": 10.0, "device": "GPU A"},
         {"chapter": 2, "kernel": "naive16", "label": "naive", "n": 4096, "gflops": 4000.0,
          "pct_of_cublas": 12.0, "device": "GPU B"},
-        {"chapter": 10, "kernel": "cublas", "label": "cuBLAS SGEMM", "n": 4096, "gflops": 9.0e4,
+        {"chapter": ladder.CUBLAS_RUNG, "kernel": "cublas", "label": "cuBLAS SGEMM", "n": 4096, "gflops": 9.0e4,
          "pct_of_cublas": 100.0, "device": "GPU B"},
     ])
     lines = ladder.markdown(df).splitlines()
@@ -51,7 +51,7 @@ def _partial_results(tmp_path):
     return complete
 
 
-def test_chapter_9_uses_only_complete_gpu_folders(tmp_path, monkeypatch, capsys):
+def test_the_ladder_uses_only_complete_gpu_folders(tmp_path, monkeypatch, capsys):
     complete = _partial_results(tmp_path)
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     assert results.recorded_gpus()[0] == "nvidia-partial-gpu"  # saved last, yet incomplete
@@ -75,7 +75,7 @@ def test_chapter_9_notebook_runs_against_a_partial_results_folder(tmp_path, monk
     _partial_results(tmp_path)
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path))
     monkeypatch.setenv("BOOK_BACKEND", "cpu")
-    nb = nbformat.read(ROOT / "notebooks" / "10_ladder.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "notebooks" / "11_ladder.ipynb", as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)

@@ -5,18 +5,10 @@ import numpy as np
 import pytest
 
 from book import LaunchError, load_kernel, to_device, to_host, xp
+from book.tensor_cores import tf32_bits as tf32_rna
 from conftest import ROOT
 
 TENSOR = ROOT / "tests" / "kernels" / "tensor_cores.cu"
-
-
-def tf32_rna(x: np.ndarray) -> np.ndarray:
-    """cvt.rna.tf32.f32 by the PTX ISA: to nearest, ties away from zero, 13 low bits zero."""
-    u = np.asarray(x, np.float32).view(np.uint32)
-    special = (u & 0x7F800000) == 0x7F800000
-    rounded = ((u.astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32)
-    nan = np.where(u & 0x007FFFFF, np.uint32(0x7FFFFFFF), u)
-    return np.where(special, nan, rounded)
 
 
 def bits_to_float(u: np.ndarray) -> np.ndarray:

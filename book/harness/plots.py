@@ -19,7 +19,7 @@ FAMILIES = {0: ("cuBLAS", "#000000"), 1: ("CPU loop", "#7f7f7f"), 2: ("naive", "
             3: ("coalescing", "#ff7f0e"), 4: ("shared-memory tiles", "#2ca02c"),
             5: ("bank conflicts", "#d62728"), 6: ("register tiles", "#9467bd"),
             7: ("Kahan, pitched rows", "#8c564b"), 8: ("toward cuBLAS", "#e377c2"),
-            9: ("every shape", "#17becf")}
+            9: ("every shape", "#17becf"), 10: ("tensor cores", "#bcbd22")}
 """Kernel families -- the chapter that introduces a kernel (0: the library) -- and the one colour
 each has in every figure of the book."""
 MARKERS = "osD^vPX*"

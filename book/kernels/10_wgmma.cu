@@ -28,6 +28,9 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef CHUNK
+#define CHUNK 2  // k-tiles (of 32 k's) summed in the tensor core before each float32 add
+#endif
 #define TILE_FLOATS (128 * 32)           // one 128 x 32 tile
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
@@ -52,15 +55,23 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
         }
         __syncthreads();
     }
-    for (int e = threadIdx.x; e < 128 * 8; e += 256) {  // 4 k's (16 bytes) at a time
-        const int r = e / 8, k = 4 * (e % 8), row = r0 + r;
-        float v[4];
-        for (int j = 0; j < 4; ++j)
-            v[j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K ? A[(long long)row * K + k0 + k + j] : 0.0f;
+    float v[4][4];  // this thread's four pieces of 4 k's (16 bytes), all loaded before any store
+    for (int i = 0; i < 4; ++i) {
+        const int e = threadIdx.x + 256 * i, r = e / 8, k = 4 * (e % 8), row = r0 + r;
+        if (!is_b && row < M && k0 + k + 3 < K && K % 4 == 0) {  // 16 bytes at once
+            const float4 q = *reinterpret_cast<const float4*>(A + (long long)row * K + k0 + k);
+            v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
+        } else {
+            for (int j = 0; j < 4; ++j)
+                v[i][j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K ? A[(long long)row * K + k0 + k + j] : 0.0f;
+        }
+    }
+    for (int i = 0; i < 4; ++i) {
+        const int e = threadIdx.x + 256 * i, r = e / 8, k = 4 * (e % 8);
         float big[4], small[4];
         for (int j = 0; j < 4; ++j) {
-            big[j] = __int_as_float((int)to_tf32(v[j]));
-            small[j] = __int_as_float((int)to_tf32(v[j] - big[j]));
+            big[j] = __int_as_float((int)to_tf32(v[i][j]));
+            small[j] = __int_as_float((int)to_tf32(v[i][j] - big[j]));
         }
         const int at = tf32_swizzle(r, k);
         *reinterpret_cast<float4*>(record + at) = make_float4(big[0], big[1], big[2], big[3]);
@@ -102,24 +113,28 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
     float acc[64], part[64];
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part[i] = 0.0f;
     for (int kt = 0; kt < tiles; ++kt) {
-        __syncthreads();  // both warpgroups are done with the stage the next load overwrites
-        if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
-        barrier_wait(&full[kt % STAGES], kt / STAGES % 2);
+        barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // k-tile kt has landed
         const float* stage = stages + kt % STAGES * (2 * RECORD_FLOATS);
         const float* a_big = stage + wg * 64 * 32;  // this warpgroup's 64 rows
         const float* a_small = a_big + TILE_FLOATS;
         const float* b_big = stage + RECORD_FLOATS;
         const float* b_small = b_big + TILE_FLOATS;
         wgmma_fence();
-        for (int s = 0; s < 4; ++s) {  // 8 k's each; the tile's first wgmma starts from zero
-            wgmma_m64n128_tf32(part, a_small + 8 * s, b_big + 8 * s, s > 0);
+        for (int s = 0; s < 4; ++s) {  // 8 k's each; a chunk's first wgmma starts from zero
+            wgmma_m64n128_tf32(part, a_small + 8 * s, b_big + 8 * s, s > 0 || kt % CHUNK > 0);
             wgmma_m64n128_tf32(part, a_big + 8 * s, b_small + 8 * s, true);
             wgmma_m64n128_tf32(part, a_big + 8 * s, b_big + 8 * s, true);
         }
         wgmma_commit();
-        wgmma_wait<0>();
-        fence_registers(part);
-        for (int i = 0; i < 64; ++i) acc[i] += part[i];  // float32 adds, rounded to nearest
+        if (kt % CHUNK == CHUNK - 1 || kt == tiles - 1) {  // the chunk is complete: add it
+            wgmma_wait<0>();
+            fence_registers(part);
+            for (int i = 0; i < 64; ++i) acc[i] += part[i];  // float32 adds, rounded to nearest
+        } else {
+            wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done; kt's may still run
+        }
+        __syncthreads();  // both warpgroups are done with k-tile kt - 1's stage: load into it
+        if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
     }
     const int row = tile_row * 128 + wg * 64 + 16 * w + g, col = tile_col * 128 + 2 * t;
     for (int j = 0; j < 16; ++j)

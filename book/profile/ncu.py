@@ -60,7 +60,7 @@ MEMORY_TRAFFIC = {
     "dram__bytes_write.sum": "dram_write_bytes",
     "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors",
 }
-"""DRAM bytes read and written, and 32-byte sectors L1 read from L2 (chapter 10's roofline)."""
+"""DRAM bytes read and written, and 32-byte sectors L1 read from L2 (chapter 11's roofline)."""
 
 STALLS = {f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": r for r in (
     "selected", "not_selected", "dispatch_stall", "short_scoreboard", "long_scoreboard", "wait",
