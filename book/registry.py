@@ -279,10 +279,10 @@ def _why_not_here_once(spec: KernelSpec) -> str | None:
     return spec.why_not_here()
 
 
-def _wgmma(stages: int = 3, chunk: int = 2) -> KernelSpec:
+def _wgmma(stages: int = 3, chunk: int = 2, small_first: int = 0) -> KernelSpec:
     return TwoLaunchSpec("tf32x3_wgmma", "3xTF32 wgmma, 128x128, bulk copies", 10, "10_wgmma.cu",
                          "matmul_tf32x3_wgmma", (256, 1), (128, 128),
-                         defines=(("STAGES", stages), ("CHUNK", chunk)),
+                         defines=(("STAGES", stages), ("CHUNK", chunk), ("SMALL_FIRST", small_first)),
                          options=("-arch=sm_90a",), stage_bytes=stages * 65536 + 1024,
                          min_cc=(9, 0), needs="wgmma, sm_90a")
 

@@ -16,9 +16,12 @@
 //   Per 8 k's, three wgmmas: small_A big_B, big_A small_B, big_A big_B (the 2^-22 term
 //   small_A small_B is dropped).
 // The accumulation: the tensor core adds its inputs with truncation (toward zero), so a sum kept
-//   in it for all of K drifts by K / 8 cuts. Here each k-tile's 12 wgmmas start from zero, and
-//   their result is added to the accumulator with float32 adds (rounded to nearest): the cuts
-//   stay inside 32 k's.
+//   in it for all of K drifts by K / 8 cuts. Here the tensor core sums one chunk of CHUNK k-tiles
+//   (64 k's) from zero, and the chunk is added to the accumulator with float32 adds (rounded to
+//   nearest): the cuts stay inside the chunk. SMALL_FIRST = 1 orders the chunk's wgmmas so that
+//   its small terms go first, while the sum is still small and its cuts tiny, and the big terms of
+//   all its k-tiles last: 4 cuts at full size per k-tile instead of 12. (The chunk's k-tiles are
+//   then all still in shared memory, since CHUNK <= STAGES - 1.) It is a few percent slower.
 // Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2); then
 //   matmul_tf32x3_wgmma with block 256, grid
 //   (CEIL_DIV(N, 128), CEIL_DIV(M, 128)), STAGE_BYTES * STAGES + 1024 bytes of dynamic
@@ -28,6 +31,9 @@
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef SMALL_FIRST
+#define SMALL_FIRST 0  // 1: a chunk's small terms first, its big terms last (fewer cuts at full size)
+#endif
 #ifndef CHUNK
 #define CHUNK 2  // k-tiles (of 32 k's) summed in the tensor core before each float32 add
 #endif
@@ -35,6 +41,8 @@
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
+static_assert(CHUNK >= 1, "at least one k-tile per float32 add");
+static_assert(!SMALL_FIRST || CHUNK <= STAGES - 1, "SMALL_FIRST: a chunk's k-tiles must all be in shared memory");
 
 // A (M x K) and B (K x N) into records, blockIdx.z = 0 for A, 1 for B: A's rows are the record
 // rows (k = its column); B's columns are (k = its row), so B comes out transposed. Record
@@ -112,28 +120,30 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
         for (int kt = 0; kt < STAGES - 1 && kt < tiles; ++kt) load(kt);
     float acc[64], part[64];
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part[i] = 0.0f;
+    auto stage_of = [&](int kt) { return stages + kt % STAGES * (2 * RECORD_FLOATS); };
     for (int kt = 0; kt < tiles; ++kt) {
         barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // k-tile kt has landed
-        const float* stage = stages + kt % STAGES * (2 * RECORD_FLOATS);
-        const float* a_big = stage + wg * 64 * 32;  // this warpgroup's 64 rows
-        const float* a_small = a_big + TILE_FLOATS;
-        const float* b_big = stage + RECORD_FLOATS;
-        const float* b_small = b_big + TILE_FLOATS;
+        const bool first = kt % CHUNK == 0, last = kt % CHUNK == CHUNK - 1 || kt == tiles - 1;
         wgmma_fence();
-        for (int s = 0; s < 4; ++s) {  // 8 k's each; a chunk's first wgmma starts from zero
-            wgmma_m64n128_tf32(part, a_small + 8 * s, b_big + 8 * s, s > 0 || kt % CHUNK > 0);
-            wgmma_m64n128_tf32(part, a_big + 8 * s, b_small + 8 * s, true);
-            wgmma_m64n128_tf32(part, a_big + 8 * s, b_big + 8 * s, true);
+        const float* a = stage_of(kt) + wg * 64 * 32;  // big A (this warpgroup's 64 rows)
+        const float* b = stage_of(kt) + RECORD_FLOATS;  // big B; the small parts follow each
+        for (int s = 0; s < 4; ++s) {  // 8 k's per wgmma; a chunk's first starts from zero
+            wgmma_m64n128_tf32(part, a + TILE_FLOATS + 8 * s, b + 8 * s, !(first && s == 0));
+            wgmma_m64n128_tf32(part, a + 8 * s, b + TILE_FLOATS + 8 * s, true);
+            if (!SMALL_FIRST) wgmma_m64n128_tf32(part, a + 8 * s, b + 8 * s, true);
         }
+        if (SMALL_FIRST && last)  // big x big of every k-tile of the chunk (all still here)
+            for (int j = kt - kt % CHUNK; j <= kt; ++j)
+                for (int s = 0; s < 4; ++s)
+                    wgmma_m64n128_tf32(part, stage_of(j) + wg * 64 * 32 + 8 * s,
+                                       stage_of(j) + RECORD_FLOATS + 8 * s, true);
         wgmma_commit();
-        if (kt % CHUNK == CHUNK - 1 || kt == tiles - 1) {  // the chunk is complete: add it
+        if (last) {  // the chunk is complete: add it
             wgmma_wait<0>();
             fence_registers(part);
             for (int i = 0; i < 64; ++i) acc[i] += part[i];  // float32 adds, rounded to nearest
-        } else {
-            wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done; kt's may still run
         }
-        __syncthreads();  // both warpgroups are done with k-tile kt - 1's stage: load into it
+        __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
         if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
     }
     const int row = tile_row * 128 + wg * 64 + 16 * w + g, col = tile_col * 128 + 2 * t;
