@@ -57,6 +57,39 @@ def fragment_lanes() -> dict:
             for name, m in (("A", A), ("B", B), ("C", C))}
 
 
+def peaks(iters: int | None = None) -> "pd.DataFrame":
+    """The TF32 ceiling of each tensor-core instruction this GPU runs, in TFLOP/s: mma.sync
+    (10_tf32.cu's mma_peak) and, on Hopper, wgmma (10_wgmma.cu's wgmma_peak), each on operands
+    that never leave the SM; and what 3xTF32 could reach at best on each (a third of it)."""
+    import pandas as pd
+
+    from .harness.device import device_report
+    from .harness.measure import time_launch
+    from .launch.runtime import load_kernel
+    from .launch.wgmma import OPTIONS
+    gpu = BACKEND == "gpu"
+    sms = device_report()["sms"] if gpu else 2
+    iters = iters or (2048 if gpu else 2)
+    out = xp.zeros(sms * 4 * 256, dtype=xp.float32)
+    rows = []
+    kinds = [("mma.sync m16n8k8", "10_tf32.cu", "mma_peak", (), sms * 4, 0,
+              16 * 8 * 8 * 16 * 8)]  # per block: 8 warps x 16 chains of 16x8x8 per iteration
+    if device_cc() == (9, 0):
+        kinds.append(("wgmma m64n128k8", "10_wgmma.cu", "wgmma_peak", OPTIONS, sms, 2 * 65536 + 1024,
+                      2 * 12 * 64 * 128 * 8))  # per block: 2 warpgroups x 12 wgmmas per iteration
+    for name, source, entry, options, blocks, smem, macs in kinds:
+        kernel = load_kernel(source, entry, options=options)
+        if smem > kernel.max_dynamic_shared_size_bytes:
+            kernel.max_dynamic_shared_size_bytes = smem
+        t = time_launch(lambda: kernel(blocks, 256, (out, np.int32(iters)), shared_mem=smem))
+        tflops = 2.0 * macs * iters * blocks / (t["time_ms"] * 1e9)
+        rows.append({"instruction": name, "tflops": tflops, "tf32x3_ceiling_tflops": tflops / 3})
+    df = pd.DataFrame(rows)
+    df["device"] = device_report()["name"]
+    df["date"] = pd.Timestamp.today().date().isoformat()
+    return df
+
+
 DEFAULT_MATH, TF32_MATH = 0, 3  # cublasMath_t: CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH
 
 

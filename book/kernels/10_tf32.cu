@@ -145,3 +145,21 @@ matmul_tf32_tiled(const float* __restrict__ A, const float* __restrict__ B,
                 if (r < M && c < N) C[(long long)r * N + c] = acc[mi][ni][i] + fix[mi][ni][i];
             }
 }
+
+// The ceiling of mma.sync with TF32: every warp runs CHAINS independent chains of m16n8k8 mmas
+// on fragments held in registers, touching memory once at the end (like 00_fma_peak.cu for the
+// FMA units). Launch: block 256, as many blocks as fill the GPU; iters mmas per chain.
+#ifndef CHAINS
+#define CHAINS 16
+#endif
+extern "C" __global__ void mma_peak(float* out, int iters) {
+    unsigned a[4], b[2];
+    for (int i = 0; i < 4; ++i) a[i] = to_tf32(1e-3f * (threadIdx.x % 32 + i));
+    for (int i = 0; i < 2; ++i) b[i] = to_tf32(1e-3f * (threadIdx.x % 32 - i));
+    float acc[CHAINS][4] = {};
+    for (int it = 0; it < iters; ++it)
+        for (int j = 0; j < CHAINS; ++j) mma_tf32(acc[j], a, b, acc[j]);
+    float sum = 0.0f;
+    for (int j = 0; j < CHAINS; ++j) sum += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}

@@ -153,3 +153,36 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
             if (r < M && c < N) C[(long long)r * N + c] = acc[4 * j + i];
         }
 }
+
+// The ceiling of wgmma with TF32: two warpgroups per block each issue, iters times, the 12
+// wgmmas of a k-tile (three per 8 k's, as above) on fixed tiles in shared memory, waiting for
+// them each time; nothing is loaded in the loop. Launch: block 256, one block per SM, 2 *
+// 65536 + 1024 bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(256, 1) wgmma_peak(float* out, int iters) {
+    extern __shared__ __align__(16) float dynamic[];
+    float* tiles = align_1024(dynamic);  // one stage: A's record, then B's
+    for (int i = threadIdx.x; i < 2 * RECORD_FLOATS; i += 256)
+        tiles[i] = __int_as_float((int)to_tf32(1e-3f * (i % 97) - 0.05f));
+#ifdef __CUDA_ARCH__
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the writes, for wgmma
+#endif
+    __syncthreads();
+    const float* a = tiles + threadIdx.x / 128 * 64 * 32;
+    const float* b = tiles + RECORD_FLOATS;
+    float part[64];
+    for (int i = 0; i < 64; ++i) part[i] = 0.0f;
+    for (int it = 0; it < iters; ++it) {
+        wgmma_fence();
+        for (int s = 0; s < 4; ++s) {
+            wgmma_m64n128_tf32(part, a + TILE_FLOATS + 8 * s, b + 8 * s, true);
+            wgmma_m64n128_tf32(part, a + 8 * s, b + TILE_FLOATS + 8 * s, true);
+            wgmma_m64n128_tf32(part, a + 8 * s, b + 8 * s, true);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+    }
+    fence_registers(part);
+    float sum = 0.0f;
+    for (int i = 0; i < 64; ++i) sum += part[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
