@@ -72,8 +72,10 @@ def peaks(iters: int | None = None) -> "pd.DataFrame":
     iters = iters or (2048 if gpu else 2)
     out = xp.zeros(sms * 4 * 256, dtype=xp.float32)
     rows = []
-    kinds = [("mma.sync m16n8k8", "10_tf32.cu", "mma_peak", (), sms * 4, 0,
-              16 * 8 * 8 * 16 * 8)]  # per block: 8 warps x 16 chains of 16x8x8 per iteration
+    kinds = []
+    if device_cc() >= (8, 0):
+        kinds.append(("mma.sync m16n8k8", "10_tf32.cu", "mma_peak", (), sms * 4, 0,
+                      16 * 8 * 8 * 16 * 8))  # per block: 8 warps x 16 chains of 16x8x8 per iteration
     if device_cc() == (9, 0):
         kinds.append(("wgmma m64n128k8", "10_wgmma.cu", "wgmma_peak", OPTIONS, sms, 2 * 65536 + 1024,
                       2 * 12 * 64 * 128 * 8))  # per block: 2 warpgroups x 12 wgmmas per iteration
@@ -84,7 +86,7 @@ def peaks(iters: int | None = None) -> "pd.DataFrame":
         t = time_launch(lambda: kernel(blocks, 256, (out, np.int32(iters)), shared_mem=smem))
         tflops = 2.0 * macs * iters * blocks / (t["time_ms"] * 1e9)
         rows.append({"instruction": name, "tflops": tflops, "tf32x3_ceiling_tflops": tflops / 3})
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows, columns=["instruction", "tflops", "tf32x3_ceiling_tflops"])
     df["device"] = device_report()["name"]
     df["date"] = pd.Timestamp.today().date().isoformat()
     return df
