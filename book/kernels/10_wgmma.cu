@@ -1,12 +1,13 @@
 // 10_wgmma.cu -- tensor cores, step 3: 3xTF32 on Hopper's warpgroup mma (wgmma), its operands
 // copied into shared memory by the copy engine, split once beforehand.
 //
-// Idea: on an H100 mma.sync (steps 1 and 2) reaches about 320 TFLOP/s of TF32 at best, so
-//   3xTF32 through it could not run at even twice SGEMM's 51. wgmma, the Hopper instruction that
-//   cuBLAS uses, reaches about 490: four warps (a warpgroup) multiply a 64 x 8 tile of A by an
-//   8 x 128 tile of B, both read by the tensor core from shared memory. Its TF32 operands must be
-//   stored k-major, 128 bytes (32 k's) per row in a fixed swizzle (tensor.cuh), so B is
-//   transposed, and the split into big and small parts is done once for all:
+// Idea: mma.sync (steps 1 and 2) has a TF32 ceiling (mma_peak, results/<gpu>/10_tensor_peaks.csv)
+//   of about 310 TFLOP/s on an H100, so 3xTF32 through it could reach at best about twice
+//   SGEMM's 51 with nothing else to do. wgmma, Hopper's warpgroup mma, peaks near 465
+//   (wgmma_peak, below): four warps (a warpgroup) multiply a 64 x 8 tile of A by an 8 x 128 tile
+//   of B, both read by the tensor core from shared memory. Its TF32 operands must be stored
+//   k-major, 128 bytes (32 k's) per row in a fixed swizzle (wgmma.cuh), so B is transposed, and
+//   the split into big and small parts is done once for all:
 // pack_split (the first launch, one pass over A and one over B): each 128 x 32 tile of A, and of
 //   B transposed, becomes a 32 KiB record [big 128 x 32][small 128 x 32], already in the swizzled
 //   layout, zero-padded to whole tiles. big = tf32(x), small = tf32(x - big).
@@ -17,7 +18,7 @@
 //   small_A small_B is dropped).
 // The accumulation: the tensor core adds its inputs with truncation (toward zero), so a sum kept
 //   in it for all of K drifts by K / 8 cuts. Here the tensor core sums one chunk of CHUNK k-tiles
-//   (64 k's) from zero, and the chunk is added to the accumulator with float32 adds (rounded to
+//   (64 k's with CHUNK = 2) from zero, and the chunk is added to the accumulator with float32 adds (rounded to
 //   nearest): the cuts stay inside the chunk. SMALL_FIRST = 1 orders the chunk's wgmmas so that
 //   its small terms go first, while the sum is still small and its cuts tiny, and the big terms of
 //   all its k-tiles last: 4 cuts at full size per k-tile instead of 12. (The chunk's k-tiles are
