@@ -34,9 +34,6 @@ def records(rows: int, K: int):
     return xp.empty(_ceil(rows, TILE) * _ceil(K, K_TILE) * RECORD_FLOATS, dtype=xp.float32)
 
 
-DEFAULT_MATH, TF32_MATH = 0, 3  # cublasMath_t: CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH
-
-
 @lru_cache(maxsize=None)
 def _kernels(defines: tuple = DEFINES):
     """(pack_split, matmul_tf32x3_wgmma, its dynamic shared memory), loaded once: the launches
