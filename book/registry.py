@@ -17,11 +17,11 @@ import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from .harness.check import TOLERANCE
 from .launch.cuda_source import KernelSourceError, resolve
 from .launch.runtime import BACKEND, CPU_ARCH, Kernel, LaunchError, cupy, device_limits, load_kernel
 from .launch.wgmma import tf32x3_wgmma
@@ -84,8 +84,8 @@ class KernelSpec:
     min_cc: tuple[int, int] = (7, 0)  # the compute capability the source needs
     needs: str = ""             # the feature that sets min_cc above 7.0, e.g. "cp.async"
     bug: str = field(default="", compare=False)  # a source's mistake this kernel reproduces
-    tolerance: float = 1e-5     # largest relative error it may have (harness.check.TOLERANCE);
-                                # TF32_TOLERANCE for plain TF32 (inputs keep 10 mantissa bits)
+    tolerance: float = TOLERANCE  # largest relative error it may have;
+                                  # TF32_TOLERANCE for plain TF32 (inputs keep 10 mantissa bits)
 
     def __post_init__(self):
         if self.mapping not in MAPPINGS:
@@ -250,7 +250,7 @@ def _tf32(split: int, tiled: bool) -> KernelSpec:
              f"{'128x128 shared-memory tiles' if tiled else 'one warp per 16x8'}")
     return KernelSpec(f"{kind}_{'tiled' if tiled else 'naive'}", label, 10, "10_tf32.cu", name,
                       block, tile, defines=(("SPLIT", split), ("FADD", 0)), min_cc=(8, 0),
-                      needs="TF32 mma.sync", tolerance=TF32_TOLERANCE if split == 1 else 1e-5)
+                      needs="TF32 mma.sync", tolerance=TF32_TOLERANCE if split == 1 else TOLERANCE)
 
 
 @dataclass(frozen=True)
@@ -268,15 +268,10 @@ class TwoLaunchSpec(KernelSpec):
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
         self.row_lengths(A, B, C, M, N, K)
-        why = _why_not_here_once(self)  # once per process: the launches follow closely
+        why = self.why_not_here()
         if why:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
         tf32x3_wgmma(A, B, C, M, N, K, self.defines)
-
-
-@lru_cache(maxsize=None)
-def _why_not_here_once(spec: KernelSpec) -> str | None:
-    return spec.why_not_here()
 
 
 def _wgmma(stages: int = 3, chunk: int = 2, small_first: int = 0) -> KernelSpec:

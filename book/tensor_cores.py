@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .launch.runtime import BACKEND, cupy, xp
+from .launch.runtime import BACKEND, cupy, load_kernel, xp
+from .launch.wgmma import OPTIONS
 from .registry import KERNELS, TF32_TOLERANCE, chapter_kernels, device_cc, usable
 
 
@@ -65,8 +66,6 @@ def peaks(iters: int | None = None) -> "pd.DataFrame":
 
     from .harness.device import device_report
     from .harness.measure import time_launch
-    from .launch.runtime import load_kernel
-    from .launch.wgmma import OPTIONS
     gpu = BACKEND == "gpu"
     sms = device_report()["sms"] if gpu else 2
     iters = iters or (2048 if gpu else 2)

@@ -10,6 +10,12 @@ TOLERANCE = 1e-5
 """Largest relative Frobenius error accepted for an FP32 matmul checked against float64."""
 
 
+def tolerance_of(spec, default: float = TOLERANCE) -> float:
+    """The relative error a kernel may have: its own ``tolerance`` where it states one (plain
+    TF32's is larger), never below ``default``."""
+    return max(default, getattr(spec, "tolerance", 0.0))
+
+
 def random_inputs(M: int, N: int, K: int, seed: int | None = None, low: float = -1.0,
                   high: float = 1.0):
     """Host float32 A (M x K) and B (K x N), uniform in [low, high): never zeros or constants."""

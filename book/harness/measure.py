@@ -14,7 +14,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from .check import TOLERANCE, device_inputs
+from .check import TOLERANCE, device_inputs, tolerance_of
 from .device import device_report
 from ..launch.runtime import BACKEND, cupy, synchronize, xp
 
@@ -146,7 +146,7 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
             spec.launch(A, B, C, M, N, K)
             row["rel_error"] = relative_error_xp(C[:, :N], ref)
             outside = not bool(xp.isnan(C[:, N:]).all())
-            if outside or not row["rel_error"] < max(tolerance, getattr(spec, "tolerance", 0.0)):
+            if outside or not row["rel_error"] < tolerance_of(spec, tolerance):
                 row["status"] = "FAILED check"
                 why = "wrote into C's row padding" if outside else f"relative error {row['rel_error']:.2e}"
                 print(f"{spec.id} at {M}x{N}x{K}: FAILED, {why}")
@@ -207,7 +207,7 @@ def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> 
         ref = a.astype(np.float64) @ b.astype(np.float64)
         table[f"{M}x{N}x{K}"] = {
             name: "skipped" if s.why_not_here() else
-            "ok" if relative_error(run_matmul(s, a, b), ref) < max(tolerance, getattr(s, "tolerance", 0.0)) else "FAILED"
+            "ok" if relative_error(run_matmul(s, a, b), ref) < tolerance_of(s, tolerance) else "FAILED"
             for name, s in zip(names, specs)}
     return pd.DataFrame(table).rename_axis("kernel")
 

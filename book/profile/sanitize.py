@@ -91,7 +91,7 @@ def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
     arrays and of array arguments) or give a wrong result; empty when every kernel is clean."""
     import numpy as np
 
-    from ..harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
+    from ..harness.check import random_inputs, relative_error, run_matmul, tolerance_of
     from ..launch.runtime import BACKEND, LaunchError
     if BACKEND != "cpu" or os.environ.get("BOOK_EMU_CHECK") != "1":
         raise RuntimeError("run with BOOK_BACKEND=cpu BOOK_EMU_CHECK=1 (python -m book.profile.sanitize --cpu)")
@@ -104,7 +104,7 @@ def cpu_check(ids: list[str], sizes=CPU_SIZES) -> dict[str, str]:
             except LaunchError as exc:
                 errors[kernel_id] = str(exc)
                 break
-            if not err < max(TOLERANCE, getattr(find(kernel_id), "tolerance", 0.0)):
+            if not err < tolerance_of(find(kernel_id)):
                 errors[kernel_id] = f"{M}x{N}x{K}: relative error {err:.2e}"
                 break
     return errors
