@@ -2,9 +2,11 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-TEST := BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q
+# -n auto: one worker per core; --dist loadfile keeps each notebook's cells in one worker, in order.
+TEST := BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q \
+	-n auto --dist loadfile --durations=15
 
-.PHONY: test book gpu-book gpu-test clean
+.PHONY: test book lab gpu-book gpu-test clean
 
 $(BIN)/.installed: requirements.txt
 	$(PY) -m venv $(VENV)
@@ -25,6 +27,11 @@ test: $(BIN)/.installed
 ## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
 book: $(BIN)/.installed
 	$(BIN)/jupyter-book build -W -n --keep-going .
+
+## Open the notebooks in JupyterLab, from the same environment (installs JupyterLab once).
+lab: $(BIN)/.installed
+	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/pip install -q jupyterlab==4.6.6
+	cd notebooks && ../$(BIN)/jupyter lab
 
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
 gpu-book: $(BIN)/.gpu-installed

@@ -103,6 +103,10 @@ class KernelSpec:
                     f"device allows {top // 1024} KiB")
         return None
 
+    def builds(self) -> list[tuple[str, dict, tuple]]:
+        """The compiles a launch needs, as ``(source, defines, options)`` (``build_all``)."""
+        return [(self.source, dict(self.defines), self.options)]
+
     def kernel(self) -> Kernel:
         why = self.why_not_here()
         if why:
@@ -265,6 +269,9 @@ class TwoLaunchSpec(KernelSpec):
             return (f"needs compute capability {cc_text(self.min_cc)} exactly ({self.needs}); "
                     f"this device counts as {cc_text(cc)}")
         return super().why_not_here()
+
+    def builds(self) -> list[tuple[str, dict, tuple]]:
+        return [(self.source, {}, self.options), *super().builds()]  # pack_split, the product
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
         self.row_lengths(A, B, C, M, N, K)

@@ -1,15 +1,21 @@
 """Execute every chapter notebook in place on this machine, in order (``python -m book.harness.execute``).
 
 Run it on a GPU host: each chapter measures, saves ``results/<gpu>/`` and stores its outputs,
-which the HTML book then shows. Prints the time each notebook took, and under it the cells that
-took longer than SLOW_CELL_S.
+which the HTML book then shows. Prints the cells that took longer than SLOW_CELL_S as they finish,
+the time each notebook took, then the total.
 
     python -m book.harness.execute                 # all of notebooks/*.ipynb
     python -m book.harness.execute 02_naive        # only the notebooks whose names start with these
+    python -m book.harness.execute --cold          # as a first run: empty kernel caches
+
+``--cold`` points CuPy's kernel cache and the emulator's library cache at a new empty folder, so
+every kernel is compiled again, as on a reader's first run.
 """
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,18 +38,34 @@ def slow_cells(nb, over: float = SLOW_CELL_S) -> list[tuple[float, str]]:
     return out
 
 
-def main(prefixes: list[str]) -> int:
+def _report_cell(cell, cell_index, execute_reply) -> None:
+    """nbclient's hook after each cell: print the slow ones as they finish (a run that is stopped
+    still shows where its time went)."""
+    took = slow_cells(type("nb", (), {"cells": [cell]}))
+    for seconds, first_line in took:
+        print(f"    {seconds:5.1f} s  cell {cell_index}: {first_line}", flush=True)
+
+
+def main(argv: list[str]) -> int:
     import nbformat
     from nbclient import NotebookClient
 
+    cold = "--cold" in argv
+    prefixes = [a for a in argv if not a.startswith("--")]
+    if cold:  # the kernel processes inherit these: every kernel is compiled anew
+        scratch = Path(tempfile.mkdtemp(prefix="book-execute-"))
+        os.environ["CUPY_CACHE_DIR"] = str(scratch / "cupy")
+        os.environ["BOOK_CACHE_DIR"] = str(scratch / "emulator")
     paths = sorted(p for p in NOTEBOOKS.glob("*.ipynb")
                    if not prefixes or p.name.startswith(tuple(prefixes)))
+    print(f"Executing {len(paths)} notebooks ({'cold: empty kernel caches' if cold else 'warm'})",
+          flush=True)
     total, failed = 0.0, []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         t0 = time.perf_counter()
         try:
-            NotebookClient(nb, timeout=1800, kernel_name="python3",
+            NotebookClient(nb, timeout=1800, kernel_name="python3", on_cell_executed=_report_cell,
                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
         except Exception as exc:  # keep the stored notebook; go on with the next chapter
             failed.append(path.name)
@@ -53,8 +75,6 @@ def main(prefixes: list[str]) -> int:
         total += seconds
         nbformat.write(nb, path)
         print(f"{path.name:<28} {seconds:7.1f} s", flush=True)
-        for cell_seconds, first_line in slow_cells(nb):
-            print(f"    {cell_seconds:5.1f} s  {first_line}", flush=True)
     print(f"{'all notebooks':<28} {total:7.1f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from .check import TOLERANCE, device_inputs, tolerance_of
 from .device import device_report
-from ..launch.runtime import BACKEND, cupy, synchronize, xp
+from ..launch.runtime import BACKEND, build_all, cupy, synchronize, xp
 
 POINT_BUDGET_S = 20.0
 """Seconds one size of a sweep may take (all its kernels, checked and timed) before the sweep
@@ -38,21 +38,26 @@ def event_seconds(fn) -> float:
 
 
 def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
-                min_repeat: int = 3) -> dict:
+                min_repeat: int = 3, warmed: bool = False) -> dict:
     """Median and quartiles (ms) of ``fn()``'s device time, after warm-up.
 
     On a GPU: CUDA events through ``cupyx.profiler.benchmark``; the repeat count is chosen so
     that the measurement takes about ``target_s`` (between ``min_repeat`` and ``max_repeat``
-    runs). Two runs come first and are not counted: the warm-up (module load, first-launch costs)
-    and one timed run that sizes the repeat count. On the CPU emulator: the host clock, 3 runs.
+    runs, the first of them the timed run that sizes the count). A warm-up run comes first and
+    is not counted (module load, first-launch costs), unless ``warmed``: the caller has just run
+    ``fn`` (``sweep`` checks each kernel before it times it). On the CPU emulator: the host
+    clock, 3 runs.
     """
-    fn()  # warm-up: module load, first-launch costs
+    if not warmed:
+        fn()  # warm-up: module load, first-launch costs
     synchronize()
     if BACKEND == "gpu":
         from cupyx.profiler import benchmark
         once = event_seconds(fn)
         n = int(np.clip(target_s / max(once, 1e-6), min_repeat, max_repeat))
-        times = benchmark(fn, n_repeat=n, n_warmup=0).gpu_times[0] * 1e3
+        times = np.array([once * 1e3])
+        if n > 1:
+            times = np.concatenate([times, benchmark(fn, n_repeat=n - 1, n_warmup=0).gpu_times[0] * 1e3])
     else:
         times = []
         for _ in range(3):
@@ -93,9 +98,16 @@ class Baseline:
         xp.matmul(A, B, out=C)
 
 
+def build_ahead(specs) -> int:
+    """Compile the kernels of ``specs`` that this device runs side by side, before the first
+    launch (``runtime.build_all``; a spec without ``builds`` is skipped); how many were built."""
+    return build_all(b for s in specs if not getattr(s, "why_not_here", lambda: None)()
+                     for b in getattr(s, "builds", lambda: ())())
+
+
 def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: float = TOLERANCE,
           progress: bool = False, ld_align: int = 1, target_s: float = TARGET_SECONDS,
-          max_repeat: int = 200) -> pd.DataFrame:
+          max_repeat: int = 200, min_repeat: int = 3) -> pd.DataFrame:
     """Check then time every spec at every size; one row per (kernel, size).
 
     ``sizes`` holds n (for M = N = K = n) or (M, N, K) tuples. Inputs are fresh uniform random
@@ -114,6 +126,7 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
     if ld_align > 1 and (baseline or not all(s.leading_dims for s in specs)):
         raise ValueError("ld_align > 1 needs kernels with leading_dims and baseline=False")
     specs = list(specs) + ([Baseline()] if baseline else [])
+    build_ahead(specs)
     device = device_report()["name"]
     budget = float(os.environ.get("BOOK_POINT_BUDGET_S", POINT_BUDGET_S))
     over_budget = None  # (M * N * K, text) of the first size that took longer than the budget
@@ -152,7 +165,8 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
                 print(f"{spec.id} at {M}x{N}x{K}: FAILED, {why}")
             else:
                 row["status"] = "ok"
-                row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K), target_s, max_repeat))
+                row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K), target_s, max_repeat,
+                                       min_repeat, warmed=True))  # the check was the warm-up
                 row["gflops"] = 2.0 * M * N * K / (row["time_ms"] * 1e6)
             rows.append(row)
             if progress:
@@ -201,6 +215,7 @@ def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> 
     from .check import random_inputs, relative_error, run_matmul
     labels = [s.label for s in specs]
     names = [s.label if labels.count(s.label) == 1 else s.id for s in specs]  # rows by label
+    build_ahead(specs)
     table = {}
     for M, N, K in sizes:
         a, b = random_inputs(M, N, K, seed=seed + M + N + K)

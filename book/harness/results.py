@@ -19,14 +19,20 @@ import pandas as pd
 from .device import device_report, gpu_slug
 from ..launch.runtime import BACKEND
 
-RESULTS = Path(os.environ.get("BOOK_RESULTS_DIR") or Path(__file__).resolve().parents[2] / "results")
+_CHECKOUT = Path(__file__).resolve().parents[2]
+RESULTS = Path(os.environ.get("BOOK_RESULTS_DIR") or (
+    _CHECKOUT / "results" if (_CHECKOUT / "results").is_dir() else Path.cwd() / "results"))
+"""The results folder: ``BOOK_RESULTS_DIR``, else the checkout's ``results/`` (the package used
+from a clone), else ``./results`` (the package installed on its own, e.g. by ``pip install``)."""
 
 
 def saving() -> bool:
     """Whether live measurements are written to results/: on a GPU, unless BOOK_SAVE_RESULTS=0
     (set by ``make test``, so that re-executing the notebooks under nbval never rewrites the
-    results that the stored notebooks show)."""
-    return BACKEND == "gpu" and os.environ.get("BOOK_SAVE_RESULTS", "1") != "0"
+    results that the stored notebooks show). Never under ``BOOK_ASSUME_CC``: a preview of an
+    older GPU must not replace this GPU's results with what the older one would run."""
+    return (BACKEND == "gpu" and os.environ.get("BOOK_SAVE_RESULTS", "1") != "0"
+            and not os.environ.get("BOOK_ASSUME_CC", "").strip())
 
 
 def results_dir(slug: str | None = None) -> Path:
@@ -117,6 +123,10 @@ def recorded_or_none(name: str, found: str, missing: str) -> pd.DataFrame | None
 def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
     """On a GPU: save these live measurements and return them. Without one: the recorded ones."""
     if BACKEND == "gpu":
+        if df.empty:  # nothing of it runs on this GPU (the chapter printed which and why)
+            df.attrs.update(source=f"nothing measured on {device_report()['name']}",
+                            device=device_report())
+            return df
         if saving():
             _save(df, chapter)
         df.attrs.update(source=f"measured now on {device_report()['name']}, {df['date'].iloc[0]}",

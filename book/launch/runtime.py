@@ -35,6 +35,7 @@ Floating-point division by zero gives inf or NaN, as on the GPU; it is no error.
 from __future__ import annotations
 
 import os
+import threading
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -313,6 +314,25 @@ _no_report: str | None = None
 once seen: later modules skip that extra compile."""
 _modules: dict[tuple, _Module] = {}
 _kernels: dict[tuple, Kernel] = {}
+_lock = threading.Lock()
+
+
+def _module(source: str | Path, defines: dict | None, options) -> tuple[tuple, _Module]:
+    """The module of one build (created once: on the GPU CuPy compiles it at its first
+    function), and its key."""
+    path = cuda_source.resolve(source)
+    defines = {str(k): str(v) for k, v in (defines or {}).items()}
+    from .emulator import checking
+    check = BACKEND == "cpu" and checking()  # the check mode is another build
+    key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())),
+           tuple(options), check)
+    with _lock:
+        module = _modules.get(key)
+    if module is None:
+        module = _Module(path, defines, tuple(options))
+        with _lock:
+            module = _modules.setdefault(key, module)
+    return key, module
 
 
 def load_kernel(source: str | Path, name: str, defines: dict | None = None,
@@ -322,21 +342,45 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
     ``source`` is a file in ``book/kernels/`` or a path. ``options`` go to NVRTC on the GPU
     (e.g. ``("--fmad=false",)``); the CPU build never contracts a*b+c into an FMA.
     """
-    path = cuda_source.resolve(source)
-    defines = {str(k): str(v) for k, v in (defines or {}).items()}
-    from .emulator import checking
-    check = BACKEND == "cpu" and checking()  # the check mode is another build
-    key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())), tuple(options),
-           check)
-    if key not in _modules:
-        _modules[key] = _Module(path, defines, tuple(options))
-    module = _modules[key]
+    key, module = _module(source, defines, options)
     if name not in module.signatures:
         known = ", ".join(module.signatures) or "none"
-        raise KernelSourceError(f"{path.name} has no extern \"C\" __global__ kernel {name!r} "
-                                f"(it defines: {known})")
+        raise KernelSourceError(f"{module.filename} has no extern \"C\" __global__ kernel "
+                                f"{name!r} (it defines: {known})")
     if BACKEND == "gpu":
         module.function(name)  # compile now, so compile errors surface at load time
     if (key, name) not in _kernels:
         _kernels[key, name] = Kernel(module, name)
     return _kernels[key, name]
+
+
+def build_all(builds, workers: int | None = None) -> int:
+    """Compile many builds at once on the GPU, one thread each (NVRTC builds are independent and
+    CuPy's compile runs outside Python's lock); returns how many compiled.
+
+    ``builds`` holds ``(source, defines, options)``. Each becomes the module that a later
+    :func:`load_kernel` of the same build finds ready (and CuPy's disk cache keeps it for the
+    next process). A build that fails is left for that load to report, with its own message.
+    ``sweep`` and ``check_kernels`` call it with every kernel they are given, so a chapter's
+    first run compiles its kernels side by side instead of one after the other. On the CPU
+    backend nothing is built ahead (the emulator caches its libraries on disk).
+    """
+    if BACKEND != "gpu":
+        return 0
+    from concurrent.futures import ThreadPoolExecutor
+
+    device = cupy.cuda.Device().id
+
+    def build(job) -> bool:
+        try:
+            cupy.cuda.Device(device).use()  # binds the context to this thread (cudaSetDevice)
+            source, defines, options = job
+            _, module = _module(source, defines, tuple(options))
+            module.function(next(iter(module.signatures)))  # CuPy builds the whole module
+            return True
+        except Exception:  # noqa: BLE001 -- the chapter's own load reports it
+            return False
+
+    jobs = list(builds)
+    with ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 1)) as pool:
+        return sum(pool.map(build, jobs))
