@@ -571,10 +571,15 @@ def _timed_spec(config: str, move_edges: bool) -> KernelSpec:
                                defines=spec.defines + (("MOVE_EDGES", int(move_edges)),))
 
 
-def edge_timeline(sizes=(1000, 1024), config: str = "64x128") -> pd.DataFrame:
+def edge_timeline(sizes=(1000, 1024), config: str = "64x128") -> pd.DataFrame | None:
     """Per size and build (edge tiles in place, or moved back): the kernel's span and the median
-    time of an inner and of an edge block, from ``block_times``."""
+    time of an inner and of an edge block, from ``block_times``; None, with a line that says
+    why, where this GPU cannot run ``config``."""
     from .harness.device import device_report
+    why = _spec(config).why_not_here()
+    if why:
+        print(f"No timeline here: {config} {why}.")
+        return None
     build_ahead([_timed_spec(config, move) for move in (False, True)])
     rows = []
     for n in sizes:

@@ -120,9 +120,10 @@ def recorded_or_none(name: str, found: str, missing: str) -> pd.DataFrame | None
     return df
 
 
-def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
-    """On a GPU: save these live measurements and return them. Without one: the recorded ones."""
-    if BACKEND == "gpu":
+def live_or_recorded(df: pd.DataFrame | None, chapter: str) -> pd.DataFrame:
+    """On a GPU: save these live measurements and return them. Without one, or where the GPU
+    could not measure them (``df`` None): the recorded ones."""
+    if BACKEND == "gpu" and df is not None:
         if df.empty:  # nothing of it runs on this GPU (the chapter printed which and why)
             df.attrs.update(source=f"nothing measured on {device_report()['name']}",
                             device=device_report())
@@ -133,7 +134,8 @@ def live_or_recorded(df: pd.DataFrame, chapter: str) -> pd.DataFrame:
                         device=device_report())
         return df
     recorded = load(chapter)
-    print(f"No GPU here: the figures below use results {recorded.attrs['source']}.")
+    why = "No GPU here" if BACKEND != "gpu" else "Not measured on this GPU"
+    print(f"{why}: the figures below use results {recorded.attrs['source']}.")
     return recorded
 
 

@@ -177,7 +177,7 @@ class Kernel:
             raise LaunchError(f"{self.name}: max_dynamic_shared_size_bytes={value} is over the "
                               f"device's opt-in limit of {top} bytes")
         if BACKEND == "gpu":
-            static = self.attributes["shared_size_bytes"]
+            static = self.module.static_shared(self.name)  # not .attributes: no ptxas report
             self.module.function(self.name).max_dynamic_shared_size_bytes = int(value) - static
         self._max_dynamic_shared = int(value)
 
@@ -381,6 +381,10 @@ def build_all(builds, workers: int | None = None) -> int:
         except Exception:  # noqa: BLE001 -- the chapter's own load reports it
             return False
 
-    jobs = list(builds)
+    jobs = {}  # each build once: two threads would compile the same module twice
+    for source, defines, options in builds:
+        key = (str(source), tuple(sorted((str(k), str(v)) for k, v in (defines or {}).items())),
+               tuple(options))
+        jobs.setdefault(key, (source, defines, options))
     with ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 1)) as pool:
-        return sum(pool.map(build, jobs))
+        return sum(pool.map(build, jobs.values()))
