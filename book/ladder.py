@@ -2,9 +2,10 @@
 
 :func:`ladder` collects each kernel's checked measurement at n = 4096 from the chapter that
 introduced it (for the host's CPU, chapter 1's fastest method at the largest size it ran), with
-its % of the cuBLAS SGEMM timed in the same run; :func:`table` lays the GPUs side by side. :func:`write_readme` puts that
-table into README.md between two markers: ``python -m book.ladder`` regenerates it, and a test
-fails when the README's copy no longer matches the results files. Nothing here is typed in.
+its % of the cuBLAS SGEMM timed in the same run; :func:`table` lays the GPUs side by side.
+:func:`write_readme` puts that table into README.md between two markers: ``python -m book.ladder``
+regenerates it, and a test fails when the README's copy no longer matches the results files.
+Nothing here is typed in.
 """
 from __future__ import annotations
 

@@ -23,27 +23,31 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 SLOW_CELL_S = 3.0  # cells slower than this are listed under their chapter's time
 
 
-def slow_cells(nb, over: float = SLOW_CELL_S) -> list[tuple[float, str]]:
-    """(seconds, first line) of the code cells that took longer than ``over``, from the
-    execution times nbclient records in each cell's metadata."""
+def cell_seconds(cell) -> float | None:
+    """How long a code cell took, from the execution times nbclient records in its metadata
+    (None where it holds none)."""
     from datetime import datetime
-    out = []
-    for cell in nb.cells:
-        run = cell.get("metadata", {}).get("execution", {})
-        if cell.cell_type == "code" and "shell.execute_reply" in run:
-            start, end = (datetime.fromisoformat(run[k].replace("Z", "+00:00"))
-                          for k in ("iopub.execute_input", "shell.execute_reply"))
-            if (end - start).total_seconds() > over:
-                out.append(((end - start).total_seconds(), cell.source.splitlines()[0][:70]))
-    return out
+    run = cell.get("metadata", {}).get("execution", {})
+    if cell.cell_type != "code" or "shell.execute_reply" not in run:
+        return None
+    start, end = (datetime.fromisoformat(run[k].replace("Z", "+00:00"))
+                  for k in ("iopub.execute_input", "shell.execute_reply"))
+    return (end - start).total_seconds()
+
+
+def slow_cells(nb, over: float = SLOW_CELL_S) -> list[tuple[float, str]]:
+    """(seconds, first line) of the code cells that took longer than ``over``."""
+    return [(seconds, cell.source.splitlines()[0][:70]) for cell in nb.cells
+            if (seconds := cell_seconds(cell)) is not None and seconds > over]
 
 
 def _report_cell(cell, cell_index, execute_reply) -> None:
     """nbclient's hook after each cell: print the slow ones as they finish (a run that is stopped
     still shows where its time went)."""
-    took = slow_cells(type("nb", (), {"cells": [cell]}))
-    for seconds, first_line in took:
-        print(f"    {seconds:5.1f} s  cell {cell_index}: {first_line}", flush=True)
+    seconds = cell_seconds(cell)
+    if seconds is not None and seconds > SLOW_CELL_S:
+        print(f"    {seconds:5.1f} s  cell {cell_index}: {cell.source.splitlines()[0][:70]}",
+              flush=True)
 
 
 def main(argv: list[str]) -> int:

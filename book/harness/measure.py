@@ -57,7 +57,8 @@ def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
         n = int(np.clip(target_s / max(once, 1e-6), min_repeat, max_repeat))
         times = np.array([once * 1e3])
         if n > 1:
-            times = np.concatenate([times, benchmark(fn, n_repeat=n - 1, n_warmup=0).gpu_times[0] * 1e3])
+            more = benchmark(fn, n_repeat=n - 1, n_warmup=0).gpu_times[0] * 1e3
+            times = np.concatenate([times, more])
     else:
         times = []
         for _ in range(3):

@@ -317,15 +317,21 @@ _kernels: dict[tuple, Kernel] = {}
 _lock = threading.Lock()
 
 
-def _module(source: str | Path, defines: dict | None, options) -> tuple[tuple, _Module]:
-    """The module of one build (created once: on the GPU CuPy compiles it at its first
-    function), and its key."""
+def _build_key(source: str | Path, defines: dict | None, options) -> tuple[Path, dict, tuple]:
+    """One build's source path, its defines as strings, and the key of its module."""
     path = cuda_source.resolve(source)
     defines = {str(k): str(v) for k, v in (defines or {}).items()}
     from .emulator import checking
     check = BACKEND == "cpu" and checking()  # the check mode is another build
     key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())),
            tuple(options), check)
+    return path, defines, key
+
+
+def _module(source: str | Path, defines: dict | None, options) -> tuple[tuple, _Module]:
+    """The module of one build (created once: on the GPU CuPy compiles it at its first
+    function), and its key."""
+    path, defines, key = _build_key(source, defines, options)
     with _lock:
         module = _modules.get(key)
     if module is None:
@@ -383,8 +389,6 @@ def build_all(builds, workers: int | None = None) -> int:
 
     jobs = {}  # each build once: two threads would compile the same module twice
     for source, defines, options in builds:
-        key = (str(source), tuple(sorted((str(k), str(v)) for k, v in (defines or {}).items())),
-               tuple(options))
-        jobs.setdefault(key, (source, defines, options))
+        jobs.setdefault(_build_key(source, defines, tuple(options))[2], (source, defines, options))
     with ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 1)) as pool:
         return sum(pool.map(build, jobs.values()))
