@@ -115,8 +115,16 @@ class Plan:
         return self.spec.why_not_here()
 
     def builds(self) -> list[tuple[str, dict, tuple]]:
-        """The compiles its launches need: the configuration's module, and split-K's sum."""
-        return self.spec.builds() + ([("09_splitk.cu", {}, ())] if self.splits > 1 else [])
+        """The compiles its launches on contiguous arrays need (views need the ``_ld`` entries,
+        built when first launched; a padded B always does): its entries, and split-K's sum."""
+        if self.config == FALLBACK:
+            return self.spec.builds()
+        entries = (("matmul_tiles", "matmul_streamk", "streamk_fixup") if self.streamk
+                   else ("matmul_splitk",) if self.splits > 1 else ("matmul_async",))
+        if self.pad_b:  # B's copy has rows of 4 * ceil(N / 4) floats: the _ld entries
+            entries = tuple(e if e == "streamk_fixup" else e + "_ld" for e in entries)
+        return ([b for e in entries for b in _entry(self.config, e).builds()]
+                + ([("09_splitk.cu", {}, ())] if self.splits > 1 else []))
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
         """C = A @ B with arrays as the registry's kernels take them: (M, >= K), (K, >= N),
@@ -182,7 +190,7 @@ def _resident_blocks(config: str) -> int:
     if BACKEND != "gpu":
         return STREAMK_CPU_BLOCKS
     from .harness.device import device_report
-    spec = dataclasses.replace(_spec(config), name="matmul_streamk")
+    spec = _entry(config, "matmul_streamk")
     fn = _unchecked(spec.kernel())
     per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
         getattr(fn, "kernel", fn).ptr, spec.block[0], spec.shared_mem(0))
@@ -256,9 +264,7 @@ def _kernel(config: str, entry: str):
     entry (``entry`` ""). On the GPU the function is CuPy's own, without the launch API's
     per-call checks (the callers have checked the arguments), so a call costs no host work beyond
     the launch itself. Called only where the device can run it."""
-    spec = _spec(config)
-    if config != FALLBACK:
-        spec = dataclasses.replace(spec, name=entry, leading_dims=entry.endswith("_ld"))
+    spec = _entry(config, entry)
     fn = _unchecked(spec.kernel())
     shared = 0 if entry == "streamk_fixup" else spec.shared_mem(0)
     return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
@@ -278,6 +284,18 @@ def _spec(config: str) -> KernelSpec:
     spec = async_tile(**CONFIGS[config])
     return dataclasses.replace(spec, id="sgemm_" + spec.id, source="09_sgemm.cu",
                                name="matmul_async_ld", leading_dims=True)
+
+
+def _entry(config: str, entry: str) -> KernelSpec:
+    """The kernel of one entry of a configuration. On a GPU each entry is its own build
+    (-DONE_ENTRY -DENTRY_<entry>: 09_sgemm.cu compiles that kernel alone, in seconds); on the
+    CPU emulator every entry comes from one build of the whole file. The fallback: its one entry."""
+    spec = _spec(config)
+    if config == FALLBACK:
+        return spec
+    alone = (("ONE_ENTRY", 1), (f"ENTRY_{entry}", 1)) if BACKEND == "gpu" else ()
+    return dataclasses.replace(spec, name=entry, leading_dims=entry.endswith("_ld"),
+                               defines=spec.defines + alone)
 
 
 @lru_cache(maxsize=1)
@@ -310,16 +328,17 @@ def sanitizer_plans() -> list[Plan]:
             + [Plan("64x128", 1, True)] + [Plan(FALLBACK)])
 
 
-def candidates(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
-    """The plans the tuner tries for one shape: every configuration without split-K, those of
-    STREAMK_CONFIGS with stream-K, and split-K for configurations whose tiles of C are fewer than
-    two waves of ``sms`` blocks; where N is not a multiple of 4, each of them with B copied into
-    aligned rows as well. Below compute capability 8.0 (no cp.async): the fallback alone."""
+def candidates(M: int, N: int, K: int, sms: int = 132, configs=None) -> list[Plan]:
+    """The plans the tuner tries for one shape: every configuration (or those of ``configs``)
+    without split-K, those of STREAMK_CONFIGS with stream-K, and split-K for configurations whose
+    tiles of C are fewer than two waves of ``sms`` blocks; where N is not a multiple of 4, each of
+    them with B copied into aligned rows as well. Below compute capability 8.0 (no cp.async):
+    the fallback alone."""
     if DEFAULT.why_not_here():
         return [Plan(FALLBACK)]
     plans = []
     pads = (False, True) if N % 4 else (False,)
-    for name in CONFIGS:
+    for name in configs or CONFIGS:
         blocks = math.prod(_spec(name).grid(M, N))
         k_tiles = ceil_div(K, _BK[name])
         for s in SPLITS:
@@ -447,9 +466,9 @@ run after its check); only the FINALISTS fastest are then timed as carefully as 
 cuBLAS. On an H100 the full timing of every candidate took 86 s over the suite."""
 
 
-def tune(shapes=None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Check and time every candidate plan on every shape; re-time the fastest few (FINALISTS)
-    beside cuBLAS. Returns the plans (one row per shape: the fastest finalist) and every
+def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Check and time every candidate plan (of ``configs``, default all) on every shape; re-time
+    the fastest few (FINALISTS) beside cuBLAS. Returns the plans (one row per shape: the fastest finalist) and every
     candidate's measurement (``timing`` 'quick' or 'final'; % of cuBLAS against the final
     cuBLAS run)."""
     from .harness.device import device_report
@@ -457,7 +476,7 @@ def tune(shapes=None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame
     sms = device_report().get("sms", 132)
     rows, every = [], []
     for shape in shapes:
-        plans = {p.id: p for p in candidates(*shape, sms=sms)}
+        plans = {p.id: p for p in candidates(*shape, sms=sms, configs=configs)}
         quick = sweep(list(plans.values()), [shape], baseline=False, progress=progress,
                       target_s=QUICK_S, min_repeat=1)
         ok = quick[quick.status == "ok"]
@@ -566,8 +585,8 @@ def block_times(config: str, n: int, move_edges: bool = True, repeats: int = 3) 
 
 def _timed_spec(config: str, move_edges: bool) -> KernelSpec:
     """09_sgemm.cu's matmul_async_timed for a configuration, edge tiles moved back or not."""
-    spec = _spec(config)
-    return dataclasses.replace(spec, name="matmul_async_timed", leading_dims=False,
+    spec = _entry(config, "matmul_async_timed")
+    return dataclasses.replace(spec, leading_dims=False,
                                defines=spec.defines + (("MOVE_EDGES", int(move_edges)),))
 
 

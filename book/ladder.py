@@ -298,6 +298,12 @@ def ceilings_of(device: str) -> tuple[float, float]:
     return c["fp32_fma_peak"], c["copy_bandwidth"]
 
 
+def roofline_kernels(df: pd.DataFrame, device: str) -> list[str]:
+    """The rungs of ``device`` that ncu profiles for the roofline, each one launch of one kernel:
+    not the CPU loop, nor book.sgemm, whose plan may launch several (split-K, stream-K)."""
+    return list(df[(df.device == device) & ~df.kernel.isin(["cpu", "book_sgemm"])].kernel)
+
+
 def roofline_traffic(df: pd.DataFrame, n: int = 4096):
     """(device, ncu's byte counts at n) for the roofline: measured now on this GPU where the
     ladder holds its results and ncu works, else recorded with the first GPU of the ladder that
@@ -307,8 +313,8 @@ def roofline_traffic(df: pd.DataFrame, n: int = 4096):
     from .launch.runtime import BACKEND
     here = device_report()["name"] if BACKEND == "gpu" else None
     if here in set(df.device):
-        kernels = df[(df.device == here) & (df.kernel != "cpu")].kernel
-        traffic = ncu.counters([(k, (n,) * 3) for k in kernels], ncu.MEMORY_TRAFFIC, "09_traffic")
+        traffic = ncu.counters([(k, (n,) * 3) for k in roofline_kernels(df, here)],
+                               ncu.MEMORY_TRAFFIC, "09_traffic")
         if traffic is not None:
             return here, traffic
     for device in df.device.unique():

@@ -97,3 +97,16 @@ def test_the_landing_page_has_its_ladder_figure():
     from pathlib import Path
     assert ladder.FIGURE.is_file() and ladder.FIGURE.stat().st_size > 10_000
     assert "results/ladder.png" in (Path(ladder.README).parent / "intro.md").read_text()
+
+
+def test_ncu_can_launch_every_kernel_of_the_roofline():
+    """Chapter 11's ncu child looks each rung up by id: an id it cannot find fails the whole
+    profile (as book_sgemm once did, leaving the chapter on recorded counters)."""
+    from book.profile import find
+    from book.profile.ncu import CUBLAS
+    df = ladder.all_gpus()
+    for device in df.device.unique():
+        kernels = ladder.roofline_kernels(df, device)
+        assert kernels and "book_sgemm" not in kernels
+        for k in kernels:
+            assert k == CUBLAS or find(k).id == k

@@ -13,6 +13,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
+from .check import device_inputs
 from .measure import sweep, time_launch
 from ..launch.runtime import BACKEND, cupy, load_kernel, to_host, xp
 from . import results
@@ -45,7 +46,7 @@ def copy_bandwidth(nbytes: int = 2**30) -> dict:
     """GB/s of a device-to-device copy of ``nbytes``, counting bytes read plus bytes written."""
     if BACKEND != "gpu":
         nbytes = 2**20
-    src = xp.asarray(np.random.default_rng(0).random(nbytes // 4, dtype=np.float32))
+    src = device_inputs(nbytes // 4, 1, 1)[0].ravel()  # made on the device: no 1 GiB host copy
     dst = xp.empty_like(src)
     if BACKEND == "gpu":
         copy = lambda: dst.data.copy_from_device_async(src.data, nbytes)  # noqa: E731

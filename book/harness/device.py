@@ -25,13 +25,22 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _smi(field: str) -> str | None:
+@lru_cache(maxsize=None)
+def _smi_clocks() -> dict[str, str]:
+    """nvidia-smi's maximum SM and memory clocks (MHz) of GPU 0, in one call; {} without it."""
+    fields = ("clocks.max.sm", "clocks.max.mem")
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits",
-                              "-i", "0"], capture_output=True, text=True, timeout=30)
-        return out.stdout.strip() or None if out.returncode == 0 else None
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}",
+                              "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return {}
+    values = [v.strip() for v in out.stdout.strip().split(",")]
+    return dict(zip(fields, values)) if out.returncode == 0 and len(values) == 2 else {}
+
+
+def _smi(field: str) -> str | None:
+    return _smi_clocks().get(field) or None
 
 
 def _version(v: int) -> str:

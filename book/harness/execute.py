@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-SLOW_CELL_S = 3.0  # cells slower than this are listed under their chapter's time
+SLOW_CELL_S = float(os.environ.get("BOOK_SLOW_CELL_S", 3.0))
+"""Cells slower than this (seconds; the environment's BOOK_SLOW_CELL_S) are listed under their chapter's time."""
 
 
 def cell_seconds(cell) -> float | None:

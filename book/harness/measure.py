@@ -22,9 +22,12 @@ POINT_BUDGET_S = 20.0
 """Seconds one size of a sweep may take (all its kernels, checked and timed) before the sweep
 stops growing n. On an H100 the largest point of the book takes a few seconds."""
 
-TARGET_SECONDS = 0.15
-"""About this much GPU time per measured point: a kernel of 1 ms gets 150 repeats, one of 50 ms
-(or longer) the minimum of 3, whose spread is already well under a percent."""
+TARGET_SECONDS = 0.05
+"""About this much GPU time per measured point: a kernel of 0.25 ms gets the maximum of 200
+repeats, one of 1 ms 50, one of 17 ms (or longer) the minimum of 3, whose spread is already well
+under a percent. Three times as long (0.15 s) cost the whole book about 50 s on an H100 and moved
+no median by more than the spread between repeated runs (benchmarks/timing_target.py: chapter 8's
+steps, cuBLAS and two simple kernels at n = 256 ... 4096, four interleaved rounds)."""
 
 
 def event_seconds(fn) -> float:

@@ -4,6 +4,10 @@
 // Why more entry points: matmul_async passes lda = K and ldb = ldc = N as constants, and the
 // code built from them runs a few percent faster at large squares than the same body built for
 // any leading dimension (measured on an H100 and an H200); each entry keeps its own build.
+// One entry per build: on a GPU, book.gemm compiles each entry it launches on its own
+// (-DONE_ENTRY -DENTRY_<name>), side by side. The whole file, ten kernels, took 12 s to compile
+// on an H100 host, and 26 s with ten configurations compiling at once; the CPU emulator builds
+// every entry in one go.
 //
 // Split-K: with few tiles of C and a long K, one block per tile leaves SMs idle. The split
 //   entries launch gridDim.z blocks per tile, block z over slice z of K, each storing its partial
@@ -28,11 +32,13 @@
 #include <chrono>  // the CPU emulator's clock for matmul_async_timed
 #endif
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_async_ld)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_async_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                 int M, int N, int K, int lda, int ldb, int ldc) {
     async_tiles(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.y, blockIdx.x);
 }
+#endif
 
 // Split-K: block z computes slice z of K, its partial sums into slice z of W (M x N floats).
 __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
@@ -48,17 +54,21 @@ __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
                     at.row_from, at.col_from);
 }
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_splitk)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_splitk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ W,
               int M, int N, int K) {
     splitk_slice(A, B, W, M, N, K, K, N);
 }
+#endif
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_splitk_ld)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_splitk_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ W,
                  int M, int N, int K, int lda, int ldb) {
     splitk_slice(A, B, W, M, N, K, lda, ldb);
 }
+#endif
 
 // Stream-K after whole waves. Of the T tiles of C (in rows of CEIL_DIV(N, BN)), the first
 // T / shares * shares go one block per tile (matmul_tiles, launched first: the whole waves).
@@ -83,19 +93,23 @@ __device__ __forceinline__ long long streamk_start(long long work, long long p, 
 }
 
 // One block per tile, tiles numbered row by row (blockIdx.x): the whole waves.
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_tiles)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_tiles(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
              int M, int N, int K) {
     const int cols = CEIL_DIV(N, BN);
     async_tiles(A, B, C, M, N, K, K, N, N, blockIdx.x / cols, blockIdx.x % cols);
 }
+#endif
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_tiles_ld)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_tiles_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                 int M, int N, int K, int lda, int ldb, int ldc) {
     const int cols = CEIL_DIV(N, BN);
     async_tiles(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x / cols, blockIdx.x % cols);
 }
+#endif
 
 // Share p = blockIdx.x of the tiles left after the whole waves.
 __device__ __forceinline__ void streamk_share(const float* __restrict__ A,
@@ -123,18 +137,22 @@ __device__ __forceinline__ void streamk_share(const float* __restrict__ A,
     }
 }
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_streamk)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                float* __restrict__ W, int M, int N, int K, int shares) {
     streamk_share(A, B, C, W, M, N, K, K, N, N, shares);
 }
+#endif
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_streamk_ld)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_streamk_ld(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                   float* __restrict__ W, int M, int N, int K, int lda, int ldb, int ldc,
                   int shares) {
     streamk_share(A, B, C, W, M, N, K, lda, ldb, ldc, shares);
 }
+#endif
 
 // After a stream-K launch with `shares` shares: blockIdx.x = q adds up the tile in which share
 // q + 1 starts, if share q + 1 is the first to start inside it (else that tile is another
@@ -144,6 +162,7 @@ matmul_streamk_ld(const float* __restrict__ A, const float* __restrict__ B, floa
 // tell where the tile lies (tile_spot).
 #define FIXUP_FLOATS (THREADS * 16)  // 16 floats per thread: 4 float4s in registers
 static_assert((BM * BN) % FIXUP_FLOATS == 0, "the fix-up covers a tile in whole parts");
+#if !defined(ONE_ENTRY) || defined(ENTRY_streamk_fixup)
 extern "C" __global__ void __launch_bounds__(THREADS)
 streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* __restrict__ B,
               int M, int N, int K, int ldb, int ldc, int shares) {
@@ -172,6 +191,7 @@ streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* _
         if (row >= at.row_from && col >= at.col_from) store4(C, row, col, M, N, ldc, sum[j]);
     }
 }
+#endif
 
 // Chapter 9's per-block timeline: matmul_async that also records, for each block, when it
 // started and ended (the GPU's global timer, ns) and the SM it ran on: T[3 b], T[3 b + 1],
@@ -197,6 +217,7 @@ __device__ __forceinline__ unsigned sm_id() {
 #endif
 }
 
+#if !defined(ONE_ENTRY) || defined(ENTRY_matmul_async_timed)
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 matmul_async_timed(const float* __restrict__ A, const float* __restrict__ B,
                    float* __restrict__ C, int M, int N, int K, unsigned long long* T) {
@@ -210,3 +231,4 @@ matmul_async_timed(const float* __restrict__ A, const float* __restrict__ B,
         t[2] = sm_id();
     }
 }
+#endif

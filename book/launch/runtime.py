@@ -381,8 +381,7 @@ def build_all(builds, workers: int | None = None) -> int:
         try:
             cupy.cuda.Device(device).use()  # binds the context to this thread (cudaSetDevice)
             source, defines, options = job
-            _, module = _module(source, defines, tuple(options))
-            module.function(next(iter(module.signatures)))  # CuPy builds the whole module
+            _module(source, defines, tuple(options))[1]._raw.compile()  # CuPy's build, now
             return True
         except Exception:  # noqa: BLE001 -- the chapter's own load reports it
             return False

@@ -59,18 +59,20 @@ SLOW_RUN_S = 0.25
 
 def time_methods(sizes: dict[str, list[int]], repeats: int = 3) -> pd.DataFrame:
     """Best-of-``repeats`` wall time of each method at its sizes (one run where a run takes over
-    SLOW_RUN_S), checked against float64 first."""
+    SLOW_RUN_S); the first run's output is checked against float64 before any other run."""
     from ..harness.check import TOLERANCE, random_inputs, relative_error
     rows = []
     for method, ns in sizes.items():
         fn = METHODS[method]
         for n in ns:
             a, b = random_inputs(n, n, n, seed=n)
-            err = relative_error(fn(a, b), a.astype(np.float64) @ b)
+            t0 = time.perf_counter()
+            out = fn(a, b)  # the checked run is the first timed one
+            best, runs = time.perf_counter() - t0, 1
+            err = relative_error(out, a.astype(np.float64) @ b)
             if not err < TOLERANCE:
                 raise AssertionError(f"{method} at n={n}: relative error {err:.1e}")
-            best, runs = np.inf, 0
-            while runs < repeats and (runs == 0 or best < SLOW_RUN_S):  # one run where slow
+            while runs < repeats and best < SLOW_RUN_S:  # one run where slow
                 t0 = time.perf_counter()
                 fn(a, b)
                 best, runs = min(best, time.perf_counter() - t0), runs + 1

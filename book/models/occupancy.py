@@ -66,10 +66,15 @@ def _driver_blocks(kernel, threads: int, dynamic_shared: int) -> int:
 
 def report(specs, K: int = 4096) -> pd.DataFrame:
     """Registers, spills, shared memory and occupancy of each kernel, one row each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..harness.measure import build_ahead
+    build_ahead(specs)
+    kernels = [spec.kernel() for spec in specs]
+    with ThreadPoolExecutor() as pool:  # each report is an NVRTC compile of its own: side by side
+        reports = list(pool.map(lambda k: k.attributes, kernels))
     rows = []
-    for spec in specs:
-        kernel = spec.kernel()
-        attrs = kernel.attributes
+    for spec, kernel, attrs in zip(specs, kernels, reports):
         threads = spec.block[0] * spec.block[1]
         shared = attrs["shared_size_bytes"] + spec.shared_mem(K)
         row = {"kernel": spec.id, "threads": threads, "registers": attrs["num_regs"],

@@ -78,7 +78,7 @@ def layouts() -> dict[str, int]:
 
 
 def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3,
-                target_s: float = 0.03, max_repeat: int = 50) -> pd.DataFrame:
+                target_s: float = 0.015, max_repeat: int = 30) -> pd.DataFrame:
     """Check then time every kernel at every size in every layout, ``repeats`` times.
 
     The layouts are interleaved (for each n and repeat, every layout once, in an order rotated

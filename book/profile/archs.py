@@ -89,11 +89,22 @@ def compile_for(spec, arch: str) -> dict:
     return row
 
 
-def matrix(specs, archs=None) -> pd.DataFrame:
-    """:func:`compile_for` every kernel for every architecture (default: those NVRTC supports);
-    each distinct module is compiled once per architecture, on every core."""
+def edge_archs(spec, archs) -> list[str]:
+    """The architectures that pin down a kernel's minimum: the newest one below it (where it must
+    fail), the oldest at or above it, and the newest of all. The features a kernel needs only
+    ever arrive with newer architectures, so between the oldest and the newest it builds too."""
+    below = [a for a in archs if arch_cc(a) < spec.min_cc]
+    above = [a for a in archs if arch_cc(a) >= spec.min_cc]
+    return list(dict.fromkeys(below[-1:] + above[:1] + archs[-1:]))
+
+
+def matrix(specs, archs=None, edges: bool = False) -> pd.DataFrame:
+    """:func:`compile_for` every kernel for every architecture (default: those NVRTC supports),
+    or with ``edges`` only for its :func:`edge_archs`; each distinct module is compiled once per
+    architecture, on every core."""
     specs, archs = list(specs), list(archs or supported_archs())
-    keys = dict.fromkeys((s.source, s.defines, s.options, a) for s in specs for a in archs)
+    pairs = [(s, a) for s in specs for a in (edge_archs(s, archs) if edges else archs)]
+    keys = dict.fromkeys((s.source, s.defines, s.options, a) for s, a in pairs)
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:  # NVRTC compiles in parallel
         list(pool.map(lambda key: _compile(*key), keys))  # each result lands in _built
-    return pd.DataFrame([compile_for(s, a) for s in specs for a in archs])
+    return pd.DataFrame([compile_for(s, a) for s, a in pairs])

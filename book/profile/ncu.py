@@ -102,7 +102,8 @@ def profile(launches: list[tuple[str, tuple[int, int, int]]], metrics: dict[str,
                        "(ERR_NVGPUCTRPERM); see NVIDIA's note on that error")
     csv = "\n".join(line for line in proc.stdout.splitlines() if line.startswith('"'))
     if proc.returncode != 0 or not csv:
-        raise NcuError(f"ncu failed (exit {proc.returncode}):\n{text[-3000:]}")
+        last = [line for line in text.splitlines() if line.strip() and not line.startswith('"')]
+        raise NcuError(f"ncu failed (exit {proc.returncode}): {last[-1] if last else 'no output'}")
     raw = pd.read_csv(io.StringIO(csv), thousands=",")
     table = raw.pivot_table(index="ID", columns="Metric Name", values="Metric Value",
                             aggfunc="first").sort_index()
