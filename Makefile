@@ -2,9 +2,9 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# -n auto: one worker per core; --dist loadgroup keeps each file in one worker, in order (tests/conftest.py).
+# -n auto: one worker per core; --dist loadfile keeps each notebook's cells in one worker, in order.
 TEST := BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q \
-	-n auto --dist loadgroup --durations=15
+	-n auto --dist loadfile --durations=15
 
 .PHONY: test book lab gpu-book gpu-test clean
 

@@ -24,17 +24,3 @@ def run_with_backend(code: str, backend: str) -> str:
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
-
-
-SPREAD = ("tests/test_sgemm.py", "tests/test_emulator_errors.py")
-"""Files whose tests share no module-wide fixture and each compile their own kernels: under
-``pytest -n --dist loadgroup`` (make test) their tests spread over the workers. Every other file
-stays on one worker, in order: a notebook's cells depend on the cells before them, and a
-module-wide fixture (tests/test_archs.py's builds) is then computed once."""
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        if path not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(path))
