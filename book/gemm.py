@@ -468,9 +468,9 @@ cuBLAS. On an H100 the full timing of every candidate took 86 s over the suite."
 
 def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Check and time every candidate plan (of ``configs``, default all) on every shape; re-time
-    the fastest few (FINALISTS) beside cuBLAS. Returns the plans (one row per shape: the fastest finalist) and every
-    candidate's measurement (``timing`` 'quick' or 'final'; % of cuBLAS against the final
-    cuBLAS run)."""
+    the fastest few (FINALISTS) beside cuBLAS. Returns the plans (one row per shape: the fastest
+    finalist) and every candidate's measurement (``timing`` 'quick' or 'final'; % of cuBLAS
+    against the final cuBLAS run)."""
     from .harness.device import device_report
     shapes = shapes or (SUITE if BACKEND == "gpu" else CPU_SUITE)
     sms = device_report().get("sms", 132)
