@@ -83,6 +83,17 @@ def test_bad_dimensions(naive, grid, block, what):
         naive(grid, block, args(m=np.int32(M)))
 
 
+def test_an_unused_shared_array_does_not_count_against_the_limit(semantics):
+    """The CPU backend counts static shared memory from an unoptimized build first (fast), then
+    asks the optimized one, as the GPU has it, before refusing a launch."""
+    kernel = semantics("unused_shared")
+    if kernel.module.static_shared("unused_shared", exact=True) != 0:
+        pytest.skip(f"no static shared memory size without a ptxas report ({kernel.module._report_error})")
+    out = xp.zeros(256, dtype=xp.float32)
+    kernel(1, 256, (out,), shared_mem=48 * 1024)
+    assert float(out.sum()) == 512.0
+
+
 def test_shared_memory_over_limit_and_opt_in(semantics):
     kernel = semantics("uses_shared")
     if kernel.module.static_shared("uses_shared") == 0:

@@ -8,11 +8,17 @@ Both backends start here (chapter 0 introduces the launch API that uses it):
 * :func:`kernel_signatures` finds each ``extern "C" __global__`` function and its parameters,
   so that arguments are checked the same way before every launch on either backend.
 * :func:`ptxas_report` compiles the source with NVRTC for a GPU architecture and reads ptxas's
-  report (registers, shared memory, stack frame, spills) -- no GPU needed.
+  report (registers, shared memory, stack frame, spills) -- no GPU needed. The answer (report or
+  compile error) is kept on disk under :func:`cache_dir`, keyed by the text, options, target and
+  NVRTC version, so that each build is made once however many processes ask.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,17 +173,42 @@ def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str =
     """
     try:
         from cupy.cuda import nvrtc
+        version = ".".join(map(str, nvrtc.getVersion()))
     except Exception as exc:  # CuPy missing, or NVRTC library missing
         raise RuntimeError(f"the GPU compiler (NVRTC through CuPy) is not available: {exc}") from exc
+    flags = [f"-arch={arch}", "-Xptxas=-v", *options]
+    key = hashlib.sha256("\0".join([text, filename, version, *flags]).encode()).hexdigest()[:32]
+    stored = cache_dir("nvrtc") / f"{Path(filename).stem}-{key}.json"
+    try:
+        answer = json.loads(stored.read_text())
+    except (OSError, ValueError):
+        answer = _nvrtc_answer(nvrtc, text, filename, flags)
+        with tempfile.NamedTemporaryFile("w", dir=stored.parent, delete=False) as tmp:
+            json.dump(answer, tmp)
+        os.replace(tmp.name, stored)  # atomic: another process reads all of it or none
+    if "error" in answer:
+        raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{answer['error']}")
+    if not answer["report"]:  # seen with CUDA 13's NVRTC: it no longer passes ptxas -v output
+        raise RuntimeError(f"NVRTC {version} returned no ptxas report")
+    return answer["report"]
+
+
+def _nvrtc_answer(nvrtc, text: str, filename: str, flags: list[str]) -> dict:
+    """{"report": ptxas's report} or {"error": NVRTC's log}, from one NVRTC compile."""
     prog = nvrtc.createProgram(text, filename, [], [])
     try:
-        nvrtc.compileProgram(prog, [f"-arch={arch}", "-Xptxas=-v", *options])
-        log = nvrtc.getProgramLog(prog)
-    except nvrtc.NVRTCError as exc:
-        raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{nvrtc.getProgramLog(prog)}") from exc
+        nvrtc.compileProgram(prog, flags)
+        return {"report": parse_ptxas_log(nvrtc.getProgramLog(prog))}
+    except nvrtc.NVRTCError:
+        return {"error": nvrtc.getProgramLog(prog)}
     finally:
         nvrtc.destroyProgram(prog)
-    report = parse_ptxas_log(log)
-    if not report:  # seen with CUDA 13's NVRTC: it no longer passes ptxas -v output to the log
-        raise RuntimeError(f"NVRTC {'.'.join(map(str, nvrtc.getVersion()))} returned no ptxas report")
-    return report
+
+
+def cache_dir(kind: str) -> Path:
+    """Where the book keeps builds of one ``kind`` ("cpu": the emulator's libraries, "nvrtc":
+    ptxas reports): ``$BOOK_CACHE_DIR/<kind>``, by default under ~/.cache/gpu-matmul-book."""
+    root = os.environ.get("BOOK_CACHE_DIR") or Path.home() / ".cache" / "gpu-matmul-book"
+    path = Path(root) / kind
+    path.mkdir(parents=True, exist_ok=True)
+    return path

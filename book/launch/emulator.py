@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import cuda_source
+
 HEADER = Path(__file__).resolve().parent / "include" / "cuda_emu.h"
 # -ffp-contract=off: a * b + c is never fused into an FMA (chapter 7 compares with the GPU's FMA).
 FLAGS = ("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
@@ -53,10 +55,7 @@ class CompilerNotFound(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("BOOK_CACHE_DIR") or Path.home() / ".cache" / "gpu-matmul-book"
-    path = Path(root) / "cpu"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cuda_source.cache_dir("cpu")
 
 
 def _candidates() -> list[list[str]]:

@@ -212,6 +212,8 @@ class Kernel:
             raise LaunchError(f"{self.name}: shared_mem={shared_mem} is negative")
         if shared_mem:
             static = self.module.static_shared(self.name)
+            if static + shared_mem > self._max_dynamic_shared:  # sure? (the emulator's first
+                static = self.module.static_shared(self.name, exact=True)  # count may be high)
             if static + shared_mem > self._max_dynamic_shared:
                 raise LaunchError(
                     f"{self.name}: {shared_mem} bytes of dynamic shared memory (+ {static} static) "
@@ -231,15 +233,15 @@ class _Module:
         self.defines, self.options = defines, options
         self.gpu_options = tuple(f"-D{k}={v}" for k, v in defines.items()) + options
         self.limits = device_limits()
-        self._report = None
+        self._report = self._debug_report = None
         self._report_error = "NVRTC found no such kernel"
-        self._static_shared: dict[str, int] = {}
+        self._static_shared: dict[tuple[str, bool], int] = {}
         if BACKEND == "gpu":
             self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
             self._functions = {}
         else:
             from .emulator import CompileError, CpuModule
-            self._report_or_compile_error()  # NVRTC first: the GPU's own compile errors
+            self._report_or_compile_error(debug=True)  # NVRTC first: the GPU's own compile errors
             try:
                 self._cpu = CpuModule(self.text, self.filename, list(self.signatures), defines)
             except CompileError as exc:
@@ -254,23 +256,31 @@ class _Module:
                 raise KernelCompileError(f"{self.filename} does not compile (NVRTC, for {name}):\n{exc}") from None
         return self._functions[name]
 
-    def _report_or_compile_error(self):
+    def _report_or_compile_error(self, debug: bool = False):
+        """ptxas's report for every kernel of the module ({} where NVRTC gives none). With
+        ``debug`` (the CPU backend's first step) it comes from a build without optimization
+        (-G): seconds instead of up to half a minute for 09_sgemm.cu, with the same compile
+        errors and the same static shared memory; registers and spills come from the optimized
+        build, made when first asked for."""
         global _no_report
-        if self._report is None and _no_report and BACKEND == "gpu":  # none before: don't compile
-            # again (on the CPU the NVRTC compile also reports the GPU compiler's errors)
-            self._report, self._report_error = {}, _no_report
-        if self._report is None:
+        attr = "_debug_report" if debug else "_report"
+        if getattr(self, attr) is None and _no_report and BACKEND == "gpu":  # none before: don't
+            # compile again (on the CPU the NVRTC compile also reports the GPU compiler's errors)
+            setattr(self, attr, {})
+            self._report_error = _no_report
+        if getattr(self, attr) is None:
             arch = CPU_ARCH
             if BACKEND == "gpu":
                 arch = "sm_" + cupy.cuda.Device().compute_capability
+            options = self.gpu_options + (("-G",) if debug else ())
             try:
-                self._report = cuda_source.ptxas_report(self.text, self.filename, self.gpu_options, arch)
+                setattr(self, attr, cuda_source.ptxas_report(self.text, self.filename, options, arch))
             except KernelSourceError as exc:
                 raise KernelCompileError(str(exc)) from None
             except RuntimeError as exc:
-                self._report = {}  # no NVRTC report here: the resource report is unavailable
+                setattr(self, attr, {})  # no NVRTC report here: the resource report is unavailable
                 self._report_error = _no_report = str(exc)
-        return self._report
+        return getattr(self, attr)
 
     def attributes(self, name: str) -> dict:
         report = self._report_or_compile_error().get(name)
@@ -284,16 +294,20 @@ class _Module:
                                f"`pip install -r requirements.txt` provides nvidia-cuda-nvrtc-cu12")
         return dict(report)
 
-    def static_shared(self, name: str) -> int:
-        """Static shared memory of kernel ``name``, queried once (launches ask for it each time)."""
-        if name not in self._static_shared:
+    def static_shared(self, name: str, exact: bool = False) -> int:
+        """Static shared memory of kernel ``name``, queried once (launches ask for it each time).
+        On the CPU it first comes from the unoptimized build, which may count more (shared
+        arrays the optimizer drops); ``exact`` asks the optimized build, as the GPU has it. A
+        launch the first count refuses is checked again with the exact one."""
+        exact = exact and BACKEND == "cpu"
+        if (name, exact) not in self._static_shared:
             if BACKEND == "gpu":
                 value = self.function(name).attributes["shared_size_bytes"]
             else:
-                report = self._report_or_compile_error().get(name)
+                report = self._report_or_compile_error(debug=not exact).get(name)
                 value = report["shared_size_bytes"] if report else 0
-            self._static_shared[name] = value
-        return self._static_shared[name]
+            self._static_shared[name, exact] = value
+        return self._static_shared[name, exact]
 
     def launch(self, name, grid, block, args, params, shared_mem, timeout_s=None):
         if BACKEND == "cpu":

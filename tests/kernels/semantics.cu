@@ -75,6 +75,16 @@ extern "C" __global__ void uses_shared(float* out) {
     out[threadIdx.x] = fixed[threadIdx.x] + extra[threadIdx.x];
 }
 
+// A shared array it never uses: the optimizing compiler drops it (0 bytes static), so the whole
+// 48 KiB of dynamic shared memory may still be asked for.
+extern "C" __global__ void unused_shared(float* out) {
+    __shared__ float never[8];
+    extern __shared__ float extra[];
+    extra[threadIdx.x] = 2.0f;
+    __syncthreads();
+    out[threadIdx.x] = extra[threadIdx.x];
+}
+
 // ---- warps -------------------------------------------------------------------------------------
 
 // Sum of each warp's 32 values by __shfl_down_sync; lane 0 writes it.
