@@ -32,8 +32,12 @@ REQUIRED = ["00_ceilings", "01_cpu_loop"] + FILES + [TUNE]
 """The results files a GPU folder must hold (with device.json) to stand in the ladder."""
 README = Path(__file__).resolve().parents[1] / "README.md"
 FIGURE = README.parent / "results" / "ladder.png"
-"""The ladder of every recorded GPU, drawn by ``python -m book.ladder`` for the landing page."""
+"""The ladder of every recorded GPU, drawn by ``python -m book.ladder`` (chapter 11 draws it too)."""
+LANDING = README.parent / "intro.md"
+LANDING_FIGURE = README.parent / "results" / "milestones.png"
+"""The landing page's figure: the milestones of the ladder, legible on a phone."""
 BEGIN, END = "<!-- ladder:begin -->", "<!-- ladder:end -->"
+PAYOFF_BEGIN, PAYOFF_END = "<!-- payoff:begin -->", "<!-- payoff:end -->"
 CUBLAS_RUNG = 11
 """The chapter number the ladder gives cuBLAS SGEMM's row, to list it after every chapter's kernels."""
 
@@ -125,6 +129,90 @@ def milestones(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("GPU")
 
 
+LANDING_STEPS = {"naive32": "naive (ch. 2)", "tiled32": "shared-memory tiles (ch. 4)",
+                 6: "register tiles (ch. 6)", 8: "warp tiles, cp.async (ch. 8)",
+                 "book_sgemm": "book.sgemm (ch. 9)", "tf32x3_wgmma": "3xTF32 tensor cores (ch. 10)"}
+"""The landing page's rungs: a kernel id, or a chapter (its fastest kernel), and their labels."""
+
+
+def landing_steps(df: pd.DataFrame) -> pd.DataFrame:
+    """% of cuBLAS and GFLOP/s at the LANDING_STEPS, one row per step and GPU."""
+    rows = []
+    for device, g in df[df.pct_of_cublas.notna()].groupby("device", sort=True):
+        for key, label in LANDING_STEPS.items():
+            pick = g[g.kernel == key] if isinstance(key, str) else g[g.chapter == key]
+            if len(pick):
+                best = pick.loc[pick.pct_of_cublas.idxmax()]
+                rows.append({"step": label, "device": device, "kernel": best.kernel,
+                             "chapter": int(best.chapter),
+                             "pct_of_cublas": best.pct_of_cublas, "gflops": best.gflops})
+    return pd.DataFrame(rows)
+
+
+def landing_plot(df: pd.DataFrame):
+    """The landing page's figure: the ladder's milestones as % of cuBLAS SGEMM, one bar per GPU,
+    drawn large enough to read at a phone's width."""
+    steps = landing_steps(df)
+    labels, gpus = list(LANDING_STEPS.values()), sorted(steps.device.unique())
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 0.62 * len(labels) + 1.3))
+        height = 0.8 / len(gpus)
+        for g, gpu in enumerate(gpus):
+            sub = steps[steps.device == gpu]
+            y = [labels.index(s) + (g - (len(gpus) - 1) / 2) * height for s in sub.step]
+            colors = [FAMILIES[c][1] for c in sub.chapter]
+            ax.barh(y, sub.pct_of_cublas, height=height * 0.92, color=colors,
+                    alpha=1.0 - 0.4 * g, hatch=("", "///")[g % 2], edgecolor="white", lw=0)
+            for yy, v in zip(y, sub.pct_of_cublas):
+                ax.annotate(f"{v:.0f}%", (v, yy), xytext=(3, 0), textcoords="offset points",
+                            va="center", fontsize=11)
+        ax.axvline(100, color="k", lw=1.2)
+        ax.annotate("cuBLAS SGEMM = 100%", (100, -0.75), xytext=(4, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=11)
+        ax.set_yticks(range(len(labels)), labels, fontsize=12)
+        ax.set_ylim(len(labels) - 0.5, -1.0)
+        ax.set_xlim(0, max(115, 1.18 * steps.pct_of_cublas.max()))
+        ax.grid(axis="y", visible=False)
+        ax.tick_params(axis="x", labelsize=11)
+        ax.set_xlabel("% of cuBLAS SGEMM at n = 4096, timed in the same run", fontsize=11)
+        ax.legend(handles=[Patch(fc="0.4", alpha=1.0 - 0.4 * g, hatch=("", "///")[g % 2], label=gpu)
+                           for g, gpu in enumerate(gpus)], loc="upper center", fontsize=10,
+                  bbox_to_anchor=(0.4, -0.16), ncol=len(gpus), frameon=False)
+        plt.close(fig)
+    return fig
+
+
+def payoff(df: pd.DataFrame) -> str:
+    """The landing page's payoff, in numbers from the results files (between its markers)."""
+    steps = landing_steps(df).set_index(["device", "kernel"]).pct_of_cublas
+    gpus = [d for d in sorted(df.device.unique())
+            if (d, "book_sgemm") in steps.index and (d, "tf32x3_wgmma") in steps.index]
+    if not gpus:
+        return f"{PAYOFF_BEGIN}{PAYOFF_END}"
+
+    def each(kernel, first, rest):  # "98% of ... on the H100 and 100% on the H200"
+        return " and ".join((first if i == 0 else rest)(steps[d, kernel]) + f" on the {d}"
+                            for i, d in enumerate(gpus))
+    return (f"{PAYOFF_BEGIN}**The payoff, at $n = 4096$:** the book's own SGEMM runs at "
+            + each("book_sgemm", lambda v: f"{v:.0f}% of cuBLAS SGEMM's speed", lambda v: f"{v:.0f}%")
+            + "; its 3xTF32 tensor-core kernel, at SGEMM's accuracy, runs "
+            + each("tf32x3_wgmma", lambda v: f"{v / 100:.2f} times as fast as cuBLAS SGEMM",
+                   lambda v: f"{v / 100:.2f} times")
+            + f". Every kernel was checked against float64 before it was timed, beside cuBLAS in the "
+            f"same run.{PAYOFF_END}")
+
+
+def write_landing(df: pd.DataFrame, path: Path = LANDING) -> bool:
+    """Replace the landing page's payoff between its markers; True if it changed."""
+    text = path.read_text()
+    if PAYOFF_BEGIN not in text or PAYOFF_END not in text:
+        raise ValueError(f"{path.name} has no {PAYOFF_BEGIN} ... {PAYOFF_END} markers")
+    new = re.sub(re.escape(PAYOFF_BEGIN) + ".*?" + re.escape(PAYOFF_END), lambda _: payoff(df),
+                 text, flags=re.S)
+    path.write_text(new)
+    return new != text
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """Kernels as rows, each GPU's GFLOP/s and % of cuBLAS side by side."""
     keys = ["chapter", "kernel", "label", "n"]
@@ -193,7 +281,7 @@ def write_readme(df: pd.DataFrame, path: Path = README) -> bool:
 
 
 def readme_is_current(df: pd.DataFrame, path: Path = README) -> bool:
-    return readme_block(df) in path.read_text()
+    return readme_block(df) in path.read_text() and payoff(df) in LANDING.read_text()
 
 
 SOURCE_MARKS = {
@@ -377,8 +465,11 @@ def main(argv: list[str]) -> int:
     changed = write_readme(df)
     print(markdown(df))
     print("README.md updated" if changed else "README.md already current")
+    print("intro.md's payoff updated" if write_landing(df) else "intro.md's payoff already current")
     ladder_plot(df).savefig(FIGURE, dpi=110, bbox_inches="tight")
-    print(f"{FIGURE.relative_to(README.parent)} written (the landing page shows it)")
+    landing_plot(df).savefig(LANDING_FIGURE, dpi=130, bbox_inches="tight")
+    print(f"{FIGURE.relative_to(README.parent)} and {LANDING_FIGURE.relative_to(README.parent)} "
+          f"written (the landing page shows the second)")
     return 0
 
 

@@ -318,7 +318,7 @@ KERNELS: dict[str, KernelSpec] = {spec.id: spec for spec in [
     _tiled(16, "05_bank_conflicts.cu", "matmul_tiled_src001_tstore", "src001_tstore",
            "source 001's bank-conflict kernel {t}x{t}", chapter=5,
            bug="swaps the load indices with the store indices: loads diagonal elements only"),
-    *[KernelSpec(f"coarse{o}", f"tiled 32, {o} outputs per thread", 6, "06_coarsen.cu",
+    *[KernelSpec(f"coarse{o}", f"tiled 32, {o} output{'s' * (o > 1)} per thread", 6, "06_coarsen.cu",
                  "matmul_coarse", (32, 32 // o), (32, 32), defines=(("TILE", 32), ("OUT", o)))
       for o in (1, 2, 4, 8, 16, 32)],
     *[_regtile(*cfg) for cfg in REGTILE_CONFIGS],

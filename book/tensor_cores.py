@@ -26,6 +26,19 @@ def tf32(x) -> np.ndarray:
     return tf32_bits(x).view(np.float32)
 
 
+def tf32_examples(x) -> "pd.DataFrame":
+    """Chapter 10's table: each float32 value beside its TF32 rounding, the relative change and
+    the 13 low mantissa bits TF32 drops, every value printed exactly as float32 holds it."""
+    import pandas as pd
+    x = np.asarray(x, dtype=np.float32)
+    t = tf32(x)
+    return pd.DataFrame({"x (float32)": [f"{v:.9g}" for v in x],
+                         "tf32(x)": [f"{v:.9g}" for v in t],
+                         "relative change": [f"{abs(float(a) - float(b)) / abs(float(a)):.2g}"
+                                             for a, b in zip(x, t)],
+                         "low 13 bits of x (dropped)": x.view(np.uint32) & 0x1FFF})
+
+
 def split_product(a: np.ndarray, b: np.ndarray, terms: int = 3) -> np.ndarray:
     """The product the tensor cores would give with exact sums, in float64: a and b split into
     big = tf32(x) and small = tf32(x - big); terms = 1 keeps big big (plain TF32), 3 adds

@@ -1,5 +1,6 @@
 """The chapters' shape: what a reader sees (no glue code), a diagram and a "try it" in 2-8."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,40 @@ def test_every_chapter_ends_with_the_next_step(path):
     last = [source(c) for c in cells(path) if c["cell_type"] == "markdown"][-1]
     assert "**Next.**" in last or "**The bottleneck, and what comes next.**" in last or \
         "**Where the bottleneck is now.**" in last
+
+
+BAD_OUTPUT = {
+    "a traceback": re.compile(r"Traceback \(most recent call last\)|^\s*File \"", re.M),
+    "a path of the machine that ran it": re.compile(r"(?<![\w.])/(?:work|root|home|tmp|usr|opt)/\w"),
+    "a profiler or compiler dump": re.compile(r"==PROF==|\"ID\",\"Process ID\"|ptxas info"),
+    "NaN or <NA> in a table": re.compile(r"<td>(?:NaN|nan|<NA>)</td>|\s(?:NaN|<NA>)\s*$", re.M),
+    "a raw exponent (5.120000e+03)": re.compile(r"\d\.\d{5,}e[+-]\d\d"),
+}
+
+
+def output_texts(cell):
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            yield "Traceback (most recent call last)"
+        if "text" in out:
+            yield "".join(out["text"])
+        for kind, value in out.get("data", {}).items():
+            if kind.startswith("text/"):
+                yield "".join(value)
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_stored_outputs_read_as_pages(path):
+    """No traceback, dump or machine path outside a cell tagged raises-exception (whose error is
+    the point); no NaN, <NA> or raw exponent in any table."""
+    found = []
+    for i, cell in enumerate(cells(path)):
+        raises = "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        for text in output_texts(cell):
+            for what, pattern in BAD_OUTPUT.items():
+                if raises and what in ("a traceback", "a path of the machine that ran it"):
+                    continue
+                m = pattern.search(text)
+                if m:
+                    found.append(f"cell {i}: {what}: {text[max(0, m.start() - 40):m.end() + 20]!r}")
+    assert not found, "\n".join(found)

@@ -75,18 +75,31 @@ def test_readable_tables_round_for_a_reader_and_label_kernels():
     assert list(out.index) == ["naive 16x16", "cuBLAS"]
     assert list(out.columns) == ["GFLOP/s", "% of cuBLAS", "relative error", "other"]
     assert out["GFLOP/s"].tolist() == ["6,572", "50,812"]
-    assert out["% of cuBLAS"].tolist() == [12.9, 100.0]
+    assert out["% of cuBLAS"].tolist() == ["12.9", "100.0"]
     assert out["relative error"].tolist() == ["1.2e-07", "3.1e-07"]
     assert out["other"].tolist() == ["0.000123", "64,912"]
     assert significant(float("nan")) == "--"
     assert readable(df, ["gflops"], ).shape == (2, 1)
+    gaps = pd.DataFrame({"pct_of_cublas": [float("nan"), 99.44], "blocks": pd.array([None, 3], "Int64"),
+                         "x": [float("nan"), 5120.0], "note": [None, "ok"]})
+    shown = readable(gaps).to_string()
+    assert "NaN" not in shown and "<NA>" not in shown and "None" not in shown and "e+" not in shown
+    assert readable(gaps)["% of cuBLAS"].tolist() == ["--", "99.4"]
 
 
 def test_show_source_shows_a_file_or_the_part_between_two_markers():
     from book.harness.notebook import show_source
     whole = show_source("09_sgemm.cu").data
+    assert whole.startswith("```cuda\n") and "<details>" not in whole
     part = show_source("09_sgemm.cu", "// Share p = blockIdx.x", "#if !defined(ONE_ENTRY)").data
-    assert part.startswith("```cuda\n// Share p = blockIdx.x") and part.endswith("}\n```")
-    assert "streamk_share" in part and 'extern "C"' not in part and len(part) < len(whole) / 4
-    with pytest.raises(ValueError, match="09_sgemm.cu has no line containing 'no such line'"):
-        show_source("09_sgemm.cu", "no such line")
+    excerpt, rest = part.split("<details>")
+    assert re.match(r"`09_sgemm.cu`, lines \d+-\d+:\n\n```cuda\n// Share p = blockIdx.x", excerpt)
+    assert excerpt.rstrip().endswith("}\n```")
+    assert "streamk_share" in excerpt and 'extern "C"' not in excerpt
+    assert len(excerpt) < len(whole) / 4
+    assert rest.startswith("<summary>The whole file: 09_sgemm.cu (") and whole in rest  # collapsed
+    through = show_source("08_vectorized.cu", "for (int t = 0; t < K", through="__syncthreads();").data
+    assert through.split("<details>")[0].rstrip().endswith("__syncthreads();\n```")
+    assert show_source("02_naive.cu", collapsed=True).data.startswith("<details><summary>")
+    with pytest.raises(ValueError, match="has no line containing 'nowhere'"):
+        show_source("02_naive.cu", "nowhere")

@@ -1,6 +1,8 @@
 """Small helpers for notebook cells (chapter 0): the device report, kernel sources, glue."""
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 
 from ..launch.cuda_source import resolve
@@ -22,21 +24,49 @@ def show_device(full: bool = False):
     return Markdown(f"Running on {what}; host {d['host_cpu']}, {d['cpu_cores']} cores.")
 
 
-def show_source(filename: str, start: str | None = None, end: str | None = None):
-    """A kernel file from book/kernels/ as a highlighted code block: all of it, or from the
-    first line that contains ``start`` up to (not including) the next line that contains
-    ``end`` (to the end of the file without one)."""
+def show_source(filename: str, start: str | None = None, end: str | None = None, *,
+                through: str | None = None, collapsed: bool = False, whole: bool = True):
+    """A kernel file from book/kernels/ as a highlighted code block (introduced in chapter 0).
+
+    All of it; or an excerpt, from the first line that contains ``start`` up to (not including)
+    the next line that contains ``end``, or up to and including the next one that contains
+    ``through`` (to the end of the file without either). An excerpt names its file and lines and
+    is followed by the whole file, collapsed: one click away, as ``collapsed=True`` shows a whole
+    file (``whole=False``: the excerpt alone, where another cell has the file). The excerpts are the lines that change from the previous kernel; the pictures before
+    them show the idea."""
     from IPython.display import Markdown
     lines = resolve(filename).read_text().rstrip().splitlines()
-    if start is not None:
-        first = next((i for i, line in enumerate(lines) if start in line), None)
-        if first is None:
-            raise ValueError(f"{filename} has no line containing {start!r}")
-        after = range(first + 1, len(lines))
+    if start is None:
+        body = _fenced(lines)
+        return Markdown(_collapsed(filename, body, len(lines)) if collapsed else body)
+    first = next((i for i, line in enumerate(lines) if start in line), None)
+    if first is None:
+        raise ValueError(f"{filename} has no line containing {start!r}")
+    after = range(first + 1, len(lines))
+    if through is not None:
+        last = next((i + 1 for i in after if through in lines[i]), None)
+        if last is None:
+            raise ValueError(f"{filename} has no line containing {through!r} after {start!r}")
+    else:
         last = next((i for i in after if end is not None and end in lines[i]), len(lines))
-        lines = lines[first:last]
+    while last > first + 1 and lines[last - 1].strip() in ("", "#pragma unroll"):
+        last -= 1  # an excerpt ends on code, not on a pragma of the lines it leaves out
+    excerpt = textwrap.dedent("\n".join(lines[first:last])).splitlines()
+    shown = f"`{filename}`, lines {first + 1}-{last}:\n\n{_fenced(excerpt)}"
+    return Markdown(shown + "\n\n" + _collapsed(filename, _fenced(lines), len(lines)) if whole
+                    else shown)
+
+
+def _fenced(lines: list[str]) -> str:
     text = "\n".join(lines).rstrip()
-    return Markdown(f"```cuda\n{text}\n```")
+    return f"```cuda\n{text}\n```"
+
+
+def _collapsed(filename: str, body: str, count: int) -> str:
+    """``body`` inside an HTML <details> element: closed until the reader opens it (in the book
+    and in Jupyter alike)."""
+    return (f"<details><summary>The whole file: {filename} ({count} lines)</summary>\n\n{body}"
+            f"\n\n</details>")
 
 
 def glue(name: str, value, display: bool = False) -> None:

@@ -130,7 +130,7 @@ def live_or_recorded(df: pd.DataFrame | None, chapter: str) -> pd.DataFrame:
             return df
         if saving():
             _save(df, chapter)
-        df.attrs.update(source=f"measured now on {device_report()['name']}, {df['date'].iloc[0]}",
+        df.attrs.update(source=f"measured in this run on {device_report()['name']}, {df['date'].iloc[0]}",
                         device=device_report())
         return df
     recorded = load(chapter)

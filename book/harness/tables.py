@@ -62,30 +62,32 @@ def _kind(header: str) -> str:
 def significant(x, digits: int = 3) -> str:
     """``x`` to ``digits`` significant digits; from 100 up, the whole number with thousands
     separators (never 6.49e+04)."""
-    if x is None or not np.isfinite(x):
+    if x is None or pd.isna(x) or not np.isfinite(x):
         return "--"
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.{digits}g}"
 
 
-def _format(column: pd.Series, kind: str) -> pd.Series:
+def _format(column: pd.Series, kind: str, digits: int = 3) -> pd.Series:
     if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
-        return column
+        return column.astype(object).where(column.notna(), "--")
     if kind == "integer":
-        return column.map(lambda x: f"{x:,.0f}" if np.isfinite(x) else "--")
+        return column.map(lambda x: f"{x:,.0f}" if pd.notna(x) and np.isfinite(x) else "--")
     if kind == "percent":
-        return column.round(1)
+        return column.map(lambda x: f"{x:.1f}" if pd.notna(x) and np.isfinite(x) else "--")
     if kind == "error":
         return column.map(lambda e: significant(e, 2))
     if pd.api.types.is_integer_dtype(column):
-        return column
-    return column.map(significant)
+        return column.map(lambda x: f"{x:,}" if pd.notna(x) and abs(x) >= 10_000 else
+                          str(x) if pd.notna(x) else "--")
+    return column.map(lambda x: significant(x, digits))
 
 
 def readable(df: pd.DataFrame, columns: list[str] | None = None,
-             labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """``df`` (or its ``columns``) for a reader: headers with units, rounded values, and kernel
-    labels instead of ids where the index holds ids (from ``df``'s ``label`` column, or from
-    ``labels``: id -> label)."""
+             labels: dict[str, str] | None = None, digits: int = 3) -> pd.DataFrame:
+    """``df`` (or its ``columns``) for a reader: headers with units, rounded values (other floats
+    to ``digits`` significant digits), "--" where a value is missing (never NaN or <NA>), and
+    kernel labels instead of ids where the index holds ids (from ``df``'s ``label`` column, or
+    from ``labels``: id -> label)."""
     out = df[columns].copy() if columns else df.copy()
     if df.index.name == "kernel":
         if "label" in df.columns:
@@ -96,5 +98,5 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
             out.index.name = "kernel"
     out = out.rename(columns=COLUMNS).rename_axis(columns=None)
     for name in out.columns:
-        out[name] = _format(out[name], _kind(str(name)))
+        out[name] = _format(out[name], _kind(str(name)), digits)
     return out

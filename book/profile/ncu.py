@@ -127,7 +127,7 @@ def counters(launches, metrics: dict[str, str], name: str) -> pd.DataFrame | Non
         except NcuError as exc:
             print(f"No hardware counters: {exc}")
             return None
-        print(f"Counters measured now with ncu on {df.device.iloc[0]}.")
+        print(f"Counters measured with ncu on {df.device.iloc[0]} in this run, {df.date.iloc[0]}.")
         return df
     return results.recorded_or_none(
         name, "No GPU here: hardware counters {source} (ncu).",
