@@ -84,6 +84,31 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def so_far(chapter: int, n: int = 4096) -> pd.DataFrame:
+    """The ladder up to ``chapter``, for the end of every chapter from 2 on: the fastest kernel of
+    each earlier chapter that climbed (chapters 3, 5 and 7 study slower variants; chapter 1: the
+    host's CPU), every kernel of this one, and cuBLAS, with
+    GFLOP/s and % of cuBLAS at n = ``n`` for each recorded GPU. The numbers are those of the
+    results files (the first file that times a kernel at n), so a kernel carries the same number
+    on every page; formatted by :func:`~book.harness.tables.readable`."""
+    from .harness.tables import readable
+    df = all_gpus(n)
+    mean = df.groupby("kernel").pct_of_cublas.mean()
+    keep, record = [], 0.0
+    for ch, g in df[df.chapter < chapter].groupby("chapter"):
+        ranked = mean.reindex(g.kernel.unique())
+        if ranked.isna().all():  # the CPU row: no cuBLAS in its run
+            keep.append(g.kernel.iloc[0])
+        elif ranked.max() > record:  # a new rung: faster than every chapter before it
+            keep.append(ranked.idxmax())
+            record = ranked.max()
+    keep += list(df[df.chapter == chapter].kernel.unique()) + ["cublas"]
+    t = table(df[df.kernel.isin(keep)])
+    t = t.assign(chapter=["cuBLAS" if c == CUBLAS_RUNG else str(c) for c in t.chapter])
+    t.columns = [c.removeprefix("NVIDIA ") for c in t.columns]
+    return readable(t.drop(columns="n").rename(columns={"label": "kernel"}).set_index(["chapter", "kernel"]))
+
+
 def complete_gpus() -> tuple[list[str], dict[str, str]]:
     """The GPU folders that hold every REQUIRED file (newest first), and {folder: what it lacks}
     for the others -- e.g. a GPU whose chapters were re-executed with saving off, or only some."""

@@ -52,7 +52,7 @@ BAD_OUTPUT = {
     "a path of the machine that ran it": re.compile(r"(?<![\w.])/(?:work|root|home|tmp|usr|opt)/\w"),
     "a profiler or compiler dump": re.compile(r"==PROF==|\"ID\",\"Process ID\"|ptxas info"),
     "NaN or <NA> in a table": re.compile(r"<td>(?:NaN|nan|<NA>)</td>|\s(?:NaN|<NA>)\s*$", re.M),
-    "a raw exponent (5.120000e+03)": re.compile(r"\d\.\d{5,}e[+-]\d\d"),
+    "a raw exponent (5.120000e+03)": re.compile(r"(?<![\d.])\d\.\d{6}e[+-]\d\d"),  # pandas default
 }
 
 

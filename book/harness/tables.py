@@ -96,6 +96,9 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
         if labels:
             out.index = [labels.get(k, k) for k in out.index]
             out.index.name = "kernel"
+    if isinstance(out.columns, pd.MultiIndex):  # ("model", "sectors") -> "model: sectors"
+        out.columns = [": ".join(str(COLUMNS.get(p, p)) for p in parts if str(p))
+                       for parts in out.columns]
     out = out.rename(columns=COLUMNS).rename_axis(columns=None)
     for name in out.columns:
         out[name] = _format(out[name], _kind(str(name)), digits)
