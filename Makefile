@@ -26,6 +26,7 @@ test: $(BIN)/.installed
 
 ## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
 book: $(BIN)/.installed
+	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
 ## Open the notebooks in JupyterLab, from the same environment (installs JupyterLab once).
@@ -36,6 +37,7 @@ lab: $(BIN)/.installed
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
 gpu-book: $(BIN)/.gpu-installed
 	$(BIN)/python -m book.harness.execute
+	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
 ## On a GPU: the tests and nbval on the GPU (results/ untouched).

@@ -154,9 +154,9 @@ def milestones(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("GPU")
 
 
-LANDING_STEPS = {"naive32": "naive (ch. 2)", "tiled32": "shared-memory tiles (ch. 4)",
-                 6: "register tiles (ch. 6)", 8: "warp tiles, cp.async (ch. 8)",
-                 "book_sgemm": "book.sgemm (ch. 9)", "tf32x3_wgmma": "3xTF32 tensor cores (ch. 10)"}
+LANDING_STEPS = {"naive32": "2. naive", "tiled32": "4. shared-memory\ntiles",
+                 6: "6. register tiles", 8: "8. warp tiles,\ncp.async",
+                 "book_sgemm": "9. book.sgemm", "tf32x3_wgmma": "10. 3xTF32 on\ntensor cores"}
 """The landing page's rungs: a kernel id, or a chapter (its fastest kernel), and their labels."""
 
 
@@ -180,7 +180,7 @@ def landing_plot(df: pd.DataFrame):
     steps = landing_steps(df)
     labels, gpus = list(LANDING_STEPS.values()), sorted(steps.device.unique())
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.4, 0.62 * len(labels) + 1.3))
+        fig, ax = plt.subplots(figsize=(4.8, 0.7 * len(labels) + 1.2))
         height = 0.8 / len(gpus)
         for g, gpu in enumerate(gpus):
             sub = steps[steps.device == gpu]
@@ -190,19 +190,20 @@ def landing_plot(df: pd.DataFrame):
                     alpha=1.0 - 0.4 * g, hatch=("", "///")[g % 2], edgecolor="white", lw=0)
             for yy, v in zip(y, sub.pct_of_cublas):
                 ax.annotate(f"{v:.0f}%", (v, yy), xytext=(3, 0), textcoords="offset points",
-                            va="center", fontsize=11)
+                            va="center", fontsize=12)
         ax.axvline(100, color="k", lw=1.2)
-        ax.annotate("cuBLAS SGEMM = 100%", (100, -0.75), xytext=(4, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=11)
-        ax.set_yticks(range(len(labels)), labels, fontsize=12)
-        ax.set_ylim(len(labels) - 0.5, -1.0)
-        ax.set_xlim(0, max(115, 1.18 * steps.pct_of_cublas.max()))
+        ax.annotate("cuBLAS\nSGEMM", (100, -0.85), xytext=(4, 0), textcoords="offset points",
+                    ha="left", va="center", fontsize=12)
+        ax.set_yticks(range(len(labels)), labels, fontsize=13)
+        ax.set_ylim(len(labels) - 0.5, -1.3)
+        ax.set_xlim(0, max(115, 1.22 * steps.pct_of_cublas.max()))
         ax.grid(axis="y", visible=False)
-        ax.tick_params(axis="x", labelsize=11)
-        ax.set_xlabel("% of cuBLAS SGEMM at n = 4096, timed in the same run", fontsize=11)
-        ax.legend(handles=[Patch(fc="0.4", alpha=1.0 - 0.4 * g, hatch=("", "///")[g % 2], label=gpu)
-                           for g, gpu in enumerate(gpus)], loc="upper center", fontsize=10,
-                  bbox_to_anchor=(0.4, -0.16), ncol=len(gpus), frameon=False)
+        ax.tick_params(axis="x", labelsize=12)
+        ax.set_xlabel("% of cuBLAS SGEMM, n = 4096", fontsize=12)
+        ax.legend(handles=[Patch(fc="0.4", alpha=1.0 - 0.4 * g, hatch=("", "///")[g % 2],
+                                 label=gpu.removeprefix("NVIDIA ")) for g, gpu in enumerate(gpus)],
+                  loc="upper center", fontsize=12, bbox_to_anchor=(0.3, -0.2), ncol=1,
+                  frameon=False)
         plt.close(fig)
     return fig
 
@@ -213,18 +214,18 @@ def payoff(df: pd.DataFrame) -> str:
     gpus = [d for d in sorted(df.device.unique())
             if (d, "book_sgemm") in steps.index and (d, "tf32x3_wgmma") in steps.index]
     if not gpus:
-        return f"{PAYOFF_BEGIN}{PAYOFF_END}"
+        return f"{PAYOFF_BEGIN}\n{PAYOFF_END}"
 
     def each(kernel, first, rest):  # "98% of ... on the H100 and 100% on the H200"
         return " and ".join((first if i == 0 else rest)(steps[d, kernel]) + f" on the {d}"
                             for i, d in enumerate(gpus))
-    return (f"{PAYOFF_BEGIN}**The payoff, at $n = 4096$:** the book's own SGEMM runs at "
+    return (f"{PAYOFF_BEGIN}\n\n**The payoff, at $n = 4096$:** the book's own SGEMM runs at "
             + each("book_sgemm", lambda v: f"{v:.0f}% of cuBLAS SGEMM's speed", lambda v: f"{v:.0f}%")
             + "; its 3xTF32 tensor-core kernel, at SGEMM's accuracy, runs "
             + each("tf32x3_wgmma", lambda v: f"{v / 100:.2f} times as fast as cuBLAS SGEMM",
                    lambda v: f"{v / 100:.2f} times")
             + f". Every kernel was checked against float64 before it was timed, beside cuBLAS in the "
-            f"same run.{PAYOFF_END}")
+            f"same run.\n\n{PAYOFF_END}")
 
 
 def write_landing(df: pd.DataFrame, path: Path = LANDING) -> bool:
@@ -374,8 +375,8 @@ def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFr
     """One GPU's kernels with FLOPs per DRAM byte (read + written), per byte read from L2, and
     the share of the roofline (min of FMA peak and copy bandwidth x intensity) reached."""
     d = df[(df.device == device) & (df.kernel != "cpu")].merge(
-        traffic[["kernel", "M", "dram_read_bytes", "dram_write_bytes", "l2_read_sectors"]],
-        on="kernel")
+        _as_rungs(traffic)[["kernel", "M", "dram_read_bytes", "dram_write_bytes",
+                            "l2_read_sectors"]], on="kernel")
     flops = 2.0 * d.M.astype(float) ** 3
     d = d.assign(ai_dram=flops / (d.dram_read_bytes + d.dram_write_bytes),
                  ai_l2=flops / (32.0 * d.l2_read_sectors))
@@ -384,8 +385,9 @@ def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFr
 
 
 def compare(df: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
-    """Each kernel's GFLOP/s at n = 4096 on two GPUs, and ``other`` over ``base``."""
-    two = df[df.device.isin([base, other]) & df.gflops.notna()]
+    """Each GPU kernel's GFLOP/s at n = 4096 on two GPUs, and ``other`` over ``base`` (not the
+    CPU row: it measures the host, not the GPU)."""
+    two = df[df.device.isin([base, other]) & df.gflops.notna() & (df.kernel != "cpu")]
     wide = two.pivot_table(index=["chapter", "kernel", "label"], columns="device", values="gflops",
                            sort=False)[[base, other]].dropna()
     return wide.assign(ratio=wide[other] / wide[base]).reset_index()
@@ -411,10 +413,23 @@ def ceilings_of(device: str) -> tuple[float, float]:
     return c["fp32_fma_peak"], c["copy_bandwidth"]
 
 
-def roofline_kernels(df: pd.DataFrame, device: str) -> list[str]:
+def roofline_kernels(df: pd.DataFrame, device: str, n: int = 4096) -> list[str]:
     """The rungs of ``device`` that ncu profiles for the roofline, each one launch of one kernel:
-    not the CPU loop, nor book.sgemm, whose plan may launch several (split-K, stream-K)."""
-    return list(df[(df.device == device) & ~df.kernel.isin(["cpu", "book_sgemm"])].kernel)
+    not the CPU loop; book.sgemm as the plan it picks at n (on this GPU's plans), where that plan
+    is one launch (split-K and stream-K launch two or three kernels, which ncu lists apart)."""
+    ids = list(df[(df.device == device) & (df.kernel != "cpu")].kernel)
+    if "book_sgemm" in ids:
+        from .gemm import plan_for
+        plan = plan_for(n, n, n)
+        one = getattr(plan, "splits", 1) == 1 and not getattr(plan, "streamk", False)
+        ids[ids.index("book_sgemm")] = plan.id if one and plan.id.startswith("sgemm_") else None
+    return [k for k in ids if k]
+
+
+def _as_rungs(traffic: pd.DataFrame) -> pd.DataFrame:
+    """ncu's rows with book.sgemm's plan (``sgemm_...``) named as its rung, ``book_sgemm``."""
+    return traffic.assign(kernel=traffic.kernel.where(~traffic.kernel.str.startswith("sgemm_"),
+                                                      "book_sgemm"))
 
 
 def roofline_traffic(df: pd.DataFrame, n: int = 4096):

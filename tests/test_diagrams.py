@@ -83,3 +83,37 @@ def test_every_picture_draws():
             diagrams.pitched_rows(k["tiled_ld16"], 1001, {"packed": 1, "128 B": 32}),
             diagrams.warp_tiles(async_tile()), diagrams.pipeline(async_tile(STAGES=3))]
     assert all(f.axes for f in figs)
+
+
+@pytest.mark.parametrize("tiles_m, tiles_n, steps, sms, splits", [(4, 3, 6, 8, 3), (5, 5, 7, 6, 4),
+                                                                   (1, 2, 3, 4, 8)])
+def test_work_split_shares_every_step_once(tiles_m, tiles_n, steps, sms, splits):
+    """Chapter 9's picture: waves of one tile per SM, split-K slices with none empty, stream-K
+    shares that are contiguous, cover the steps of the tiles left exactly once, and split a tile
+    exactly where two shares hold its steps."""
+    from book.models.diagrams import work_split, work_split_layout
+    lay = work_split_layout(tiles_m, tiles_n, steps, sms, splits)
+    tiles = tiles_m * tiles_n
+    assert lay["wave"] == [t // sms for t in range(tiles)]
+    assert sorted(set(lay["slices"])) == list(range(lay["per"])) and lay["per"] <= splits
+    owner = lay["owner"]
+    assert len(owner) == (tiles - lay["first"]) * steps and lay["first"] % lay["shares"] == 0
+    assert owner == sorted(owner)  # each share is one contiguous run of steps
+    split = {lay["first"] + g // steps for g in range(len(owner))
+             if len(set(owner[g - g % steps:g - g % steps + steps])) > 1}
+    assert sorted(split) == lay["split_tiles"]
+    work_split(tiles_m, tiles_n, steps, sms, splits)
+
+
+@pytest.mark.parametrize("x", [np.pi, 1 / 3, 0.1, -7.25e-3, 1 + 2**-11, 3e30])
+def test_the_3xtf32_split_keeps_22_bits_in_two_tf32_parts(x):
+    """Chapter 10's picture: big and small each hold at most 11 significant bits, small starts
+    below big's last, and what neither holds is below 2^-21 of x."""
+    from book.models.diagrams import split_layout, tf32x3_split
+    lay = split_layout(x)
+    big, small = lay["bits"]["big"], lay["bits"]["small"]
+    assert big and max(big) - min(big) < 11
+    assert not small or (max(small) - min(small) < 11 and min(small) > max(big))
+    assert lay["big"] + lay["small"] + lay["rest"] == pytest.approx(lay["x"], rel=1e-15)
+    assert abs(lay["rest"]) <= 2.0 ** -21 * abs(lay["x"])
+    tf32x3_split(x, 1 / 3)

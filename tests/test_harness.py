@@ -103,3 +103,14 @@ def test_show_source_shows_a_file_or_the_part_between_two_markers():
     assert show_source("02_naive.cu", collapsed=True).data.startswith("<details><summary>")
     with pytest.raises(ValueError, match="has no line containing 'nowhere'"):
         show_source("02_naive.cu", "nowhere")
+
+def test_chapter_0_draws_its_ceilings_as_a_roofline():
+    import pandas as pd
+    from book.harness import ceilings
+    ceil = pd.DataFrame({"ceiling": ["fp32_fma_peak", "copy_bandwidth", "cublas_sgemm"],
+                         "value": [60000.0, 3000.0, 50000.0]})
+    fig = ceilings.roofline(ceil)
+    ax = fig.axes[0]
+    x, y = ax.lines[0].get_data()
+    assert max(y) == 60000.0 and y[0] == pytest.approx(3000.0 * x[0])  # the roof and the slope
+    assert "20 FLOP/byte" in " ".join(t.get_text() for t in ax.texts)  # the ridge: 60000 / 3000

@@ -115,5 +115,6 @@ def test_ncu_can_launch_every_kernel_of_the_roofline():
     for device in df.device.unique():
         kernels = ladder.roofline_kernels(df, device)
         assert kernels and "book_sgemm" not in kernels
+        assert any(k.startswith("sgemm_") for k in kernels), "book.sgemm's plan is profiled too"
         for k in kernels:
             assert k == CUBLAS or find(k).id == k

@@ -95,3 +95,42 @@ def recorded() -> pd.DataFrame:
     """The ceilings recorded for every GPU under results/ (one row each; chapter 0 compares them)."""
     rows = {name: dict(zip(df.ceiling, df.value)) for name, df in results.load_every(CHAPTER).items()}
     return pd.DataFrame(rows).T.rename_axis("GPU").sort_index()
+
+
+def roofline(ceil: pd.DataFrame, n: int = 4096):
+    """Chapter 0's picture of the three ceilings: GFLOP/s against arithmetic intensity (FLOPs per
+    byte of DRAM traffic), log-log. The copy bandwidth is the slope a kernel rides while memory
+    limits it, the FMA peak the flat roof; cuBLAS SGEMM at n sits under the roof at the
+    intensity of reading A and B and writing C once (n / 6 FLOP/byte), and the naive kernel's
+    worst case, every operand from DRAM (2 FLOPs per 8 bytes), shows where chapter 2 starts."""
+    import matplotlib.pyplot as plt
+    from .plots import STYLE
+    v = dict(zip(ceil.ceiling, ceil.value))
+    peak, bw, sgemm = v["fp32_fma_peak"], v["copy_bandwidth"], v["cublas_sgemm"]
+    ridge = peak / bw
+    x = np.logspace(-2, 4, 200)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        ax.loglog(x, np.minimum(peak, bw * x), color="k", lw=1.6)
+        ax.annotate(f"copy bandwidth:\n{bw:,.0f} GB/s", (0.05, bw * 0.05), xytext=(0.012, 1.5e3),
+                    fontsize=9, arrowprops={"arrowstyle": "->", "color": "0.3"})
+        ax.annotate(f"FP32 FMA peak: {peak:,.0f} GFLOP/s", (ridge * 1.3, peak), xytext=(0, 6),
+                    textcoords="offset points", fontsize=9)
+        ax.axvline(ridge, color="0.6", lw=0.8, ls=":")
+        ax.annotate(f"ridge: {ridge:.0f} FLOP/byte", (ridge, 2), xytext=(4, 0),
+                    textcoords="offset points", fontsize=8.5, color="0.35")
+        ax.plot([n / 6], [sgemm], "o", color="#000000", ms=7)
+        ax.annotate(f"cuBLAS SGEMM, n = {n}:\n{sgemm:,.0f} GFLOP/s", (n / 6, sgemm),
+                    xytext=(40, 1.5e3), fontsize=9, arrowprops={"arrowstyle": "->", "color": "0.3"})
+        ax.plot([0.25], [bw * 0.25], "s", color="#1f77b4", ms=6)
+        ax.annotate("every operand from DRAM:\n2 FLOPs per 8 bytes", (0.25, bw * 0.25),
+                    xytext=(0.4, 30), fontsize=8.5, color="#1f77b4",
+                    arrowprops={"arrowstyle": "->", "color": "#1f77b4"})
+        ax.set_xlim(1e-2, 1e4)
+        ax.set_ylim(1, peak * 3)
+        ax.set_xlabel("arithmetic intensity (FLOPs per byte of DRAM traffic)")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_title(f"The ceilings of the {ceil.attrs.get('device', {}).get('name', 'GPU')} as a roofline",
+                     fontsize=10)
+        plt.close(fig)
+    return fig

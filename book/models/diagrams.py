@@ -375,3 +375,165 @@ def pipeline(spec, tiles: int = 8):
         ax.set_xlabel("iteration t of the main loop")
         plt.close(fig)
     return fig
+
+
+def work_split_layout(tiles_m: int, tiles_n: int, steps: int, sms: int, splits: int,
+                      shares: int | None = None) -> dict:
+    """Chapter 9's three ways to share a GEMM among SMs, computed as 09_sgemm.cu and book.gemm do
+    it: the waves of one block per tile; split-K's slices of a tile's k-steps (no empty slice);
+    stream-K's whole waves, then ``shares`` equal shares of the k-steps of the tiles left
+    (streamk_layout and streamk_start)."""
+    tiles = tiles_m * tiles_n
+    wave = [t // sms for t in range(tiles)]
+    per = ceil_div(steps, ceil_div(steps, min(splits, steps)))  # as gemm._launches
+    size = ceil_div(steps, per)
+    slices = [min(s // size, per - 1) for s in range(steps)]
+    shares = min(tiles * steps, shares or sms)
+    first = tiles // shares * shares
+    work = (tiles - first) * steps
+    owner = [next(p for p in range(shares) if work * p // shares <= g < work * (p + 1) // shares)
+             for g in range(work)]
+    split_tiles = {first + g // steps for g in range(work)
+                   if len({owner[i] for i in range(g - g % steps, g - g % steps + steps)}) > 1}
+    return {"tiles": tiles, "wave": wave, "waves": ceil_div(tiles, sms),
+            "last_wave": tiles - (ceil_div(tiles, sms) - 1) * sms, "slices": slices, "per": per,
+            "first": first, "shares": shares, "owner": owner, "split_tiles": sorted(split_tiles)}
+
+
+def work_split(tiles_m: int = 4, tiles_n: int = 3, steps: int = 6, sms: int = 8, splits: int = 3):
+    """Three stacked panels on a small GPU of ``sms`` SMs: the tiles of C by wave (the last wave
+    leaves SMs idle), split-K's slices of one tile's k-steps, and stream-K's shares of the steps
+    of the tiles the whole waves leave, with the tiles two shares split (the fix-up adds them)."""
+    lay = work_split_layout(tiles_m, tiles_n, steps, sms, splits)
+    colors = plt.get_cmap("tab10").colors
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(3, 1, figsize=(7.2, 7.6),
+                                 gridspec_kw={"height_ratios": [tiles_m + 1.2, 2.2, 3.2]})
+        ax = axes[0]
+        idle = sms - lay["last_wave"]
+        _cells(ax, tiles_m, tiles_n, f"One block per tile: {lay['tiles']} tiles of C on {sms} SMs "
+                                     f"= {lay['waves']} waves;\nthe last has {lay['last_wave']} "
+                                     f"tiles, so {idle} SMs idle through it")
+        for t, w in enumerate(lay["wave"]):
+            last = w == lay["waves"] - 1
+            _box(ax, t % tiles_n + 0.05, t // tiles_n + 0.05, 0.9, 0.9, fill=True,
+                 fc=colors[w % 10], alpha=1.0 if last else 0.35, ec="none")
+            ax.text(t % tiles_n + 0.5, t // tiles_n + 0.5, f"tile {t}\nwave {w}", ha="center",
+                    va="center", fontsize=8)
+        ax = axes[1]
+        ax.set_title(f"Split-K ({lay['per']} slices): each tile's {steps} k-steps cut into slices, "
+                     f"one block each;\n{lay['per']} x as many blocks, their partial sums added by "
+                     f"a second kernel", fontsize=9)
+        for s, sl in enumerate(lay["slices"]):
+            _box(ax, s + 0.05, 0.1, 0.9, 0.8, fill=True, fc=colors[sl % 10], alpha=0.7, ec="none")
+            ax.text(s + 0.5, 0.5, f"k{s}\nslice {sl}", ha="center", va="center", fontsize=8)
+        ax.set_xlim(0, steps)
+        ax.set_ylim(1, 0)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax = axes[2]
+        first, owner = lay["first"], lay["owner"]
+        left = lay["tiles"] - first
+        ax.set_title(f"Stream-K: tiles 0 to {first - 1} go whole (the full waves); the "
+                     f"{left} x {steps} k-steps of the\nother {left} tiles are cut into "
+                     f"{lay['shares']} equal shares, one block each (colour: share); hatched "
+                     f"tiles are split\nbetween shares, and a fix-up kernel adds their pieces",
+                     fontsize=9)
+        for g, p in enumerate(owner):
+            i, k = divmod(g, steps)
+            tile = first + i
+            _box(ax, k + 0.05, i + 0.05, 0.9, 0.9, fill=True, fc=colors[p % 10], alpha=0.7,
+                 ec="0.25", lw=0, hatch="//" if tile in lay["split_tiles"] else None)
+            ax.text(k + 0.5, i + 0.5, f"share {p}", ha="center", va="center", fontsize=7.5)
+        ax.set_yticks(np.arange(left) + 0.5, [f"tile {first + i}" for i in range(left)])
+        ax.set_xticks(np.arange(steps) + 0.5, [f"k{s}" for s in range(steps)])
+        ax.set_xlim(0, steps)
+        ax.set_ylim(left, 0)
+        ax.tick_params(length=0)
+        for side in ax.spines.values():
+            side.set_visible(False)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
+
+
+# Chapter 10: the 3xTF32 split and where each term's error goes ---------------------------------
+
+def split_layout(x: float) -> dict:
+    """One float32 ``x`` split as chapter 10's kernels split it: big = tf32(x), small =
+    tf32(x - big), and what is left; each part's significant bits, counted from x's leading bit
+    (bit 0), and its size relative to x."""
+    from ..tensor_cores import tf32
+    x32 = np.float32(x)
+    big = np.float32(tf32(x32))
+    small = np.float32(tf32(np.float32(x32 - big)))
+    rest = float(x32) - float(big) - float(small)
+    lead = int(np.floor(np.log2(abs(float(x32)))))
+
+    def bits(v):
+        """Positions (from x's leading bit) of the 1s of v's significand (up to 24 of them)."""
+        if v == 0:
+            return []
+        e = int(np.floor(np.log2(abs(v))))
+        m = int(round(abs(v) / 2.0 ** (e - 23)))  # 24-bit integer significand
+        return [lead - e + i for i in range(24) if m >> (23 - i) & 1]
+    return {"x": float(x32), "big": float(big), "small": float(small), "rest": rest,
+            "bits": {"big": bits(float(big)), "small": bits(float(small)), "x": bits(float(x32))},
+            "relative": {"big": abs(float(big) / x32), "small": abs(float(small) / x32),
+                         "rest": abs(rest / float(x32))}}
+
+
+def tf32x3_split(a: float = np.pi, b: float = 1 / 3):
+    """Two panels: the bits of a float32 split into its TF32 big part (11 significant bits) and
+    small part (the next 11), with the 2 bits neither holds; then the four products of a b's
+    parts by size, on a log scale against float32's rounding unit: 3xTF32 keeps three and drops
+    small x small, about 2^-22 of the product."""
+    la, lb = split_layout(a), split_layout(b)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 1, figsize=(7.2, 5.4), gridspec_kw={"height_ratios": [1.3, 2]})
+        ax = axes[0]
+        ax.set_title(f"a = {la['x']:.9g} as float32: 24 significant bits, split into two TF32 "
+                     f"numbers", fontsize=9)
+        rows = [("float32 a", la["bits"]["x"], "0.4"), ("big = tf32(a)", la["bits"]["big"], "#08519c"),
+                ("small = tf32(a - big)", la["bits"]["small"], "#6baed6")]
+        low = min(la["bits"]["small"], default=11)  # small's leading bit: its 11 bits from there
+        for r, (name, ones, color) in enumerate(rows):
+            span = range(0, 11) if r == 1 else range(low, low + 11) if r == 2 else range(24)
+            for i in range(24):
+                inside = i in span and (r != 2 or ones)
+                _box(ax, i + 0.05, r + 0.1, 0.9, 0.8, fill=inside, fc=color,
+                     alpha=0.85 if inside else 1.0, ec="0.8", lw=0.5)
+                if i in ones:
+                    ax.text(i + 0.5, r + 0.5, "1", ha="center", va="center", fontsize=7,
+                            color="w" if inside else "k")
+            ax.text(-0.3, r + 0.5, name, ha="right", va="center", fontsize=8.5)
+        ax.axvline(11, color="k", lw=1, ls="--")
+        ax.axvline(low + 11, color="firebrick", lw=1, ls="--")
+        ax.text(low + 11.1, 3.35, "past small's 11 bits:\nin neither part", fontsize=8,
+                color="firebrick")
+        ax.set_xlim(-0.2, 24)
+        ax.set_ylim(3.9, 0)
+        ax.axis("off")
+        ax = axes[1]
+        terms = {"big x big": la["relative"]["big"] * lb["relative"]["big"],
+                 "small x big": la["relative"]["small"] * lb["relative"]["big"],
+                 "big x small": la["relative"]["big"] * lb["relative"]["small"],
+                 "small x small (dropped)": la["relative"]["small"] * lb["relative"]["small"]}
+        names = list(terms)
+        sizes = [np.log2(v) if v else -30 for v in terms.values()]
+        ax.barh(range(len(names)), [v + 30 for v in sizes], left=-30,
+                color=["#08519c", "#6baed6", "#6baed6", "firebrick"])
+        for y, v in enumerate(sizes):
+            ax.text(v + 0.3, y, f"$2^{{{round(v, 1) or 0.0:.1f}}}$", va="center", fontsize=8.5)
+        ax.axvline(-24, color="k", lw=1, ls="--")
+        ax.text(-24.3, -0.6, "float32 rounding\nunit, $2^{-24}$", ha="right", fontsize=8)
+        ax.set_yticks(range(len(names)), names, fontsize=9)
+        ax.set_ylim(len(names) - 0.5, -1.0)
+        ax.set_xlim(-30, 3)
+        ax.set_xlabel("size of the term relative to a b (log2; longer is larger)")
+        ax.set_title(f"The four products of a b's parts (b = {lb['x']:.9g}): 3xTF32 computes "
+                     f"three on the tensor cores", fontsize=9)
+        ax.grid(axis="y", visible=False)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
