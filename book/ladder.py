@@ -375,8 +375,8 @@ def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFr
     """One GPU's kernels with FLOPs per DRAM byte (read + written), per byte read from L2, and
     the share of the roofline (min of FMA peak and copy bandwidth x intensity) reached."""
     d = df[(df.device == device) & (df.kernel != "cpu")].merge(
-        _as_rungs(traffic)[["kernel", "M", "dram_read_bytes", "dram_write_bytes",
-                            "l2_read_sectors"]], on="kernel")
+        traffic[["kernel", "M", "dram_read_bytes", "dram_write_bytes", "l2_read_sectors"]],
+        on="kernel")
     flops = 2.0 * d.M.astype(float) ** 3
     d = d.assign(ai_dram=flops / (d.dram_read_bytes + d.dram_write_bytes),
                  ai_l2=flops / (32.0 * d.l2_read_sectors))
@@ -413,23 +413,11 @@ def ceilings_of(device: str) -> tuple[float, float]:
     return c["fp32_fma_peak"], c["copy_bandwidth"]
 
 
-def roofline_kernels(df: pd.DataFrame, device: str, n: int = 4096) -> list[str]:
-    """The rungs of ``device`` that ncu profiles for the roofline, each one launch of one kernel:
-    not the CPU loop; book.sgemm as the plan it picks at n (on this GPU's plans), where that plan
-    is one launch (split-K and stream-K launch two or three kernels, which ncu lists apart)."""
-    ids = list(df[(df.device == device) & (df.kernel != "cpu")].kernel)
-    if "book_sgemm" in ids:
-        from .gemm import plan_for
-        plan = plan_for(n, n, n)
-        one = getattr(plan, "splits", 1) == 1 and not getattr(plan, "streamk", False)
-        ids[ids.index("book_sgemm")] = plan.id if one and plan.id.startswith("sgemm_") else None
-    return [k for k in ids if k]
-
-
-def _as_rungs(traffic: pd.DataFrame) -> pd.DataFrame:
-    """ncu's rows with book.sgemm's plan (``sgemm_...``) named as its rung, ``book_sgemm``."""
-    return traffic.assign(kernel=traffic.kernel.where(~traffic.kernel.str.startswith("sgemm_"),
-                                                      "book_sgemm"))
+def roofline_kernels(df: pd.DataFrame, device: str) -> list[str]:
+    """The rungs of ``device`` that ncu profiles for the roofline: every kernel but the CPU loop,
+    each one launch; book.sgemm as one whole call (its plan may launch two or three kernels:
+    ncu.profile_call sums their counters)."""
+    return list(df[(df.device == device) & (df.kernel != "cpu")].kernel)
 
 
 def roofline_traffic(df: pd.DataFrame, n: int = 4096):
