@@ -4,8 +4,11 @@ measurements (:func:`measure`, :func:`error_vs_k`). The wgmma kernel's two launc
 ``book.launch.wgmma``."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Rectangle
 
+from .harness.plots import STYLE
 from .launch.runtime import BACKEND, cupy, load_kernel, xp
 from .launch.wgmma import OPTIONS
 from .registry import KERNELS, TF32_TOLERANCE, chapter_kernels, device_cc, usable
@@ -37,6 +40,85 @@ def tf32_examples(x) -> "pd.DataFrame":
                          "relative change": [f"{abs(float(a) - float(b)) / abs(float(a)):.2g}"
                                              for a, b in zip(x, t)],
                          "low 13 bits of x (dropped)": x.view(np.uint32) & 0x1FFF})
+
+
+def split_layout(x: float) -> dict:
+    """One float32 ``x`` split as chapter 10's kernels split it: big = tf32(x), small =
+    tf32(x - big), and what is left; each part's significant bits, counted from x's leading bit
+    (bit 0), and its size relative to x."""
+    x32 = np.float32(x)
+    big = np.float32(tf32(x32))
+    small = np.float32(tf32(np.float32(x32 - big)))
+    rest = float(x32) - float(big) - float(small)
+    lead = int(np.floor(np.log2(abs(float(x32)))))
+
+    def bits(v):
+        """Positions (from x's leading bit) of the 1s of v's significand (up to 24 of them)."""
+        if v == 0:
+            return []
+        e = int(np.floor(np.log2(abs(v))))
+        m = int(round(abs(v) / 2.0 ** (e - 23)))  # 24-bit integer significand
+        return [lead - e + i for i in range(24) if m >> (23 - i) & 1]
+    return {"x": float(x32), "big": float(big), "small": float(small), "rest": rest,
+            "bits": {"big": bits(float(big)), "small": bits(float(small)), "x": bits(float(x32))},
+            "relative": {"big": abs(float(big) / x32), "small": abs(float(small) / x32),
+                         "rest": abs(rest / float(x32))}}
+
+
+def split_picture(a: float = np.pi, b: float = 1 / 3):
+    """Chapter 10's picture, two panels: the bits of a float32 split into its TF32 big part (11 significant bits) and
+    small part (the next 11), with the 2 bits neither holds; then the four products of a b's
+    parts by size, on a log scale against float32's rounding unit: 3xTF32 keeps three and drops
+    small x small, about 2^-22 of the product."""
+    la, lb = split_layout(a), split_layout(b)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 1, figsize=(7.2, 5.4), gridspec_kw={"height_ratios": [1.3, 2]})
+        ax = axes[0]
+        ax.set_title(f"a = {la['x']:.9g} as float32: 24 significant bits, split into two TF32 "
+                     f"numbers", fontsize=9)
+        rows = [("float32 a", la["bits"]["x"], "0.4"), ("big = tf32(a)", la["bits"]["big"], "#08519c"),
+                ("small = tf32(a - big)", la["bits"]["small"], "#6baed6")]
+        low = min(la["bits"]["small"], default=11)  # small's leading bit: its 11 bits from there
+        for r, (name, ones, color) in enumerate(rows):
+            span = range(0, 11) if r == 1 else range(low, low + 11) if r == 2 else range(24)
+            for i in range(24):
+                inside = i in span and (r != 2 or ones)
+                ax.add_patch(Rectangle((i + 0.05, r + 0.1), 0.9, 0.8, fill=inside, fc=color,
+                                       alpha=0.85 if inside else 1.0, ec="0.8", lw=0.5))
+                if i in ones:
+                    ax.text(i + 0.5, r + 0.5, "1", ha="center", va="center", fontsize=7,
+                            color="w" if inside else "k")
+            ax.text(-0.3, r + 0.5, name, ha="right", va="center", fontsize=8.5)
+        ax.axvline(11, color="k", lw=1, ls="--")
+        ax.axvline(low + 11, color="firebrick", lw=1, ls="--")
+        ax.text(low + 11.1, 3.35, "past small's 11 bits:\nin neither part", fontsize=8,
+                color="firebrick")
+        ax.set_xlim(-0.2, 24)
+        ax.set_ylim(3.9, 0)
+        ax.axis("off")
+        ax = axes[1]
+        terms = {"big x big": la["relative"]["big"] * lb["relative"]["big"],
+                 "small x big": la["relative"]["small"] * lb["relative"]["big"],
+                 "big x small": la["relative"]["big"] * lb["relative"]["small"],
+                 "small x small (dropped)": la["relative"]["small"] * lb["relative"]["small"]}
+        names = list(terms)
+        sizes = [np.log2(v) if v else -30 for v in terms.values()]
+        ax.barh(range(len(names)), [v + 30 for v in sizes], left=-30,
+                color=["#08519c", "#6baed6", "#6baed6", "firebrick"])
+        for y, v in enumerate(sizes):
+            ax.text(v + 0.3, y, f"$2^{{{round(v, 1) or 0.0:.1f}}}$", va="center", fontsize=8.5)
+        ax.axvline(-24, color="k", lw=1, ls="--")
+        ax.text(-24.3, -0.6, "float32 rounding\nunit, $2^{-24}$", ha="right", fontsize=8)
+        ax.set_yticks(range(len(names)), names, fontsize=9)
+        ax.set_ylim(len(names) - 0.5, -1.0)
+        ax.set_xlim(-30, 3)
+        ax.set_xlabel("size of the term relative to a b (log2; longer is larger)")
+        ax.set_title(f"The four products of a b's parts (b = {lb['x']:.9g}): 3xTF32 computes "
+                     f"three on the tensor cores", fontsize=9)
+        ax.grid(axis="y", visible=False)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
 
 
 def split_product(a: np.ndarray, b: np.ndarray, terms: int = 3) -> np.ndarray:

@@ -109,11 +109,11 @@ def test_work_split_shares_every_step_once(tiles_m, tiles_n, steps, sms, splits)
 def test_the_3xtf32_split_keeps_22_bits_in_two_tf32_parts(x):
     """Chapter 10's picture: big and small each hold at most 11 significant bits, small starts
     below big's last, and what neither holds is below 2^-21 of x."""
-    from book.models.diagrams import split_layout, tf32x3_split
+    from book.tensor_cores import split_layout, split_picture
     lay = split_layout(x)
     big, small = lay["bits"]["big"], lay["bits"]["small"]
     assert big and max(big) - min(big) < 11
     assert not small or (max(small) - min(small) < 11 and min(small) > max(big))
     assert lay["big"] + lay["small"] + lay["rest"] == pytest.approx(lay["x"], rel=1e-15)
     assert abs(lay["rest"]) <= 2.0 ** -21 * abs(lay["x"])
-    tf32x3_split(x, 1 / 3)
+    split_picture(x, 1 / 3)
