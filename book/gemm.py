@@ -703,7 +703,7 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
     """% of cuBLAS per suite shape, one bar per GPU; the goal's 100% and 90% as lines."""
     import matplotlib.pyplot as plt
 
-    from .harness.plots import FAMILIES, STYLE
+    from .harness.plots import FAMILIES, STYLE, legend_below
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(8.5, 6.5))
         h = 0.8 / max(len(suites), 1)
@@ -718,14 +718,15 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
                             va="center", fontsize=7.5)
         ax.set_yticks(np.arange(len(b)) + h * (len(suites) - 1) / 2, labels, fontsize=8.5)
         ax.set_ylim(len(b) - 0.1, -0.3)
-        for x, ls in ((100, "-"), (90, ":")):
-            ax.axvline(x, color="k", lw=1, ls=ls)
+        for x, ls, what in ((100, "-", "cuBLAS (100%)"), (90, ":", "the goal's floor (90%)")):
+            ax.axvline(x, color="k", lw=1, ls=ls, label=what)
         ax.set_xlabel("book.sgemm, % of the cuBLAS SGEMM timed beside it (median of interleaved rounds)")
         ax.set_title("The book's SGEMM against cuBLAS on the suite (goal: 100% geometric mean, "
                      "none below 90%)", fontsize=10)
         ax.set_xlim(0, 135)
-        ax.legend(loc="upper right", fontsize=8.5)
         ax.grid(axis="y", visible=False)
+        fig.tight_layout()
+        legend_below(fig, ax, ncol=2)
         plt.close(fig)
     return fig
 

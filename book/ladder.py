@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .harness import ceilings, results
-from .harness.plots import FAMILIES, STYLE
+from .harness.plots import FAMILIES, STYLE, legend_below
 from .registry import KERNELS
 from .harness.sources import DATA
 
@@ -366,7 +366,8 @@ def ladder_plot(df: pd.DataFrame):
         ax.set_xlabel("% of cuBLAS SGEMM at n = 4096 (timed in the same run)")
         ax.set_title("Every kernel of the book at n = 4096, coloured by chapter\n(◆: what source "
                      "003 reported for the same kernel, on its own GPU)", fontsize=10)
-        ax.legend(handles=handles, loc="center right", fontsize=9)
+        fig.tight_layout()
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=9)
         plt.close(fig)
     return fig
 
@@ -460,26 +461,24 @@ def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
         d = d.assign(family=d.chapter.where(d.chapter != CUBLAS_RUNG, 0).astype(int))
         for family, group in d.groupby("family", sort=True):
             name, color = FAMILIES[family]
-            ax.plot(group.ai_dram, group.gflops, "o", color=color, ms=6,
-                    label=name if family == 0 else f"{family}. {name}")
+            ax.plot(group.ai_dram, group.gflops, "o", color=color, ms=6)
             ax.plot(group.ai_l2, group.gflops, "o", mfc="none", color=color, ms=6)
             for r in group.itertuples():
                 ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.5)
-            best = group.loc[group.gflops.idxmax()]  # each chapter's fastest, named on the plot
-            right = best.ai_dram > 30  # near the right edge: the name goes to the left
-            ax.annotate(best.label, (best.ai_dram, best.gflops), xytext=(0 if right else 6, 5),
-                        textcoords="offset points", fontsize=8, color=color, va="bottom",
-                        ha="right" if right else "left")
+            best = group.loc[group.gflops.idxmax()]  # each chapter's fastest: ringed, named below
+            ax.plot(best.ai_dram, best.gflops, "o", color=color, ms=11, mec="k", mew=1.2,
+                    label=f"{name}: {best.label}" if family == 0
+                    else f"{family}. {name}, fastest: {best.label}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity: FLOPs per byte (filled: DRAM bytes; hollow: bytes "
                       "read from L2)")
         ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"Roofline at n = 4096, {device}: ncu's byte counts, measured ceilings; "
-                     "each chapter's fastest kernel named",
-                     fontsize=10)
-        ax.legend(fontsize=8.5, loc="lower right", title="kernel family (chapter)",
-                  title_fontsize=8.5)
+        ax.set_title(f"Roofline at n = 4096, {device}: ncu's byte counts, measured ceilings\n"
+                     "(ringed: each chapter's fastest kernel, named below)", fontsize=10)
+        fig.tight_layout()
+        legend_below(fig, ax, ncol=1, fontsize=8.5, title="kernel family (chapter), ringed: its "
+                     "fastest kernel", title_fontsize=8.5)
         plt.close(fig)
     return fig
 

@@ -54,7 +54,7 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
     horizontal bars, with cuBLAS at each size and the FMA peak as lines."""
     import matplotlib.pyplot as plt
 
-    from .harness.plots import STYLE
+    from .harness.plots import STYLE, legend_below
     ok = df[df.status == "ok"]
     sizes = sorted(ok.M.unique())
     with plt.rc_context(STYLE):
@@ -67,23 +67,23 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
                     color=f"C{s}")
             cublas = at.get("cublas")
             if cublas is not None:
-                ax.axvline(cublas, color=f"C{s}", ls=":", lw=1.2)
-                ax.annotate(f"cuBLAS, n = {n}", (cublas, len(labels) - 0.4 + s * 0.45), ha="right",
-                            fontsize=8, color=f"C{s}")
+                ax.axvline(cublas, color=f"C{s}", ls=":", lw=1.2,
+                           label=f"cuBLAS, n = {n}: {cublas:,.0f}")
             for yy, k in zip(y, labels):
                 if k in at:
                     ax.annotate(f"{at[k]:,.0f}", (at[k], yy), xytext=(2, 0), va="center",
                                 textcoords="offset points", fontsize=7.5)
         if peak:
-            ax.axvline(peak, color="0.3", ls="--", lw=1)
-            ax.annotate("FP32 FMA peak (measured)", (peak, -0.6), ha="right", fontsize=8)
+            ax.axvline(peak, color="0.3", ls="--", lw=1,
+                       label=f"FP32 FMA peak (measured): {peak:,.0f}")
         ticks = [(f"▶ {t}" if k == highlight else t) for k, t in labels.items()]
         ax.set_yticks([i + h * (len(sizes) - 1) / 2 for i in range(len(labels))], ticks,
                       fontsize=8.5)
         ax.invert_yaxis()
         ax.set_xlabel("GFLOP/s")
         ax.set_title(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
-        ax.legend(loc="center right", fontsize=8.5)
+        fig.tight_layout()
+        legend_below(fig, ax, ncol=2)
         plt.close(fig)
     return fig
 

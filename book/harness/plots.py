@@ -45,19 +45,34 @@ def _source(df: pd.DataFrame) -> str:
     return df.attrs.get("source", "")
 
 
+def legend_below(fig, ax=None, ncol: int = 2, **kw):
+    """The legend of ``ax`` (default: the first axes) under the whole figure, off the data, in
+    ``ncol`` columns so that it reads on a phone. Call after ``tight_layout``."""
+    handles, labels = (ax or fig.axes[0]).get_legend_handles_labels()
+    return fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
+                      **kw)
+
+
 def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: str = "M",
               y: str = "gflops", xlabel: str = "matrix size n (M = N = K)",
-              ylabel: str = "GFLOP/s", logy: bool = True, ax=None):
+              ylabel: str = "GFLOP/s", logy: bool = False, min_n: int = 64, ax=None):
     """One line per kernel label (rows that passed their check only), ceilings as lines.
 
-    ``ceilings`` (from :func:`book.ceilings.load`) are drawn where their unit matches ``y``
-    ('gflops' or 'gbps'). Draws into ``ax`` when given, else returns a new closed Figure.
+    ``y="pct_of_cublas"`` plots each kernel as a share of the cuBLAS SGEMM timed beside it: the
+    differences between slow kernels that a GFLOP/s axis up to cuBLAS squashes. Linear from
+    ``min_n`` up, where kernels differ (below it launch latency hides them
+    all; a log axis over eight decades hid the differences a chapter is about). ``ceilings``
+    (from :func:`book.ceilings.load`) are drawn where their unit matches ``y`` ('gflops' or
+    'gbps'); cuBLAS at 4096 only when cuBLAS is not a line of its own. Draws into ``ax`` when
+    given, else returns a new closed Figure with the legend under it.
     """
     with plt.rc_context(STYLE):
         fig = None
         if ax is None:
             fig, ax = plt.subplots()
-        ok = df[df.status == "ok"]
+        ok = df[(df.status == "ok") & (df[x] >= min_n)]
+        if y == "pct_of_cublas":  # cuBLAS is the axis itself
+            ok = ok[ok.kernel != "cublas"]
         groups = list(ok.groupby("label", sort=False))
         styles = (family_styles([int(g.chapter.iloc[0]) for _, g in groups]) if "chapter" in ok
                   else [{"marker": "o"}] * len(groups))
@@ -65,7 +80,10 @@ def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: 
             if group.kernel.iloc[0] == "cublas":
                 style = {"color": "k", "lw": 2, "marker": "o"}
             ax.plot(group[x], group[y], label=label, **style)
+        drawn = set(ok.kernel)
         for key, value in (ceilings or {}).items():
+            if key == "cublas_sgemm" and "cublas" in drawn:
+                continue
             if key in CEILING_STYLE and CEILING_STYLE[key][3] == y:
                 text, ls, va, _ = CEILING_STYLE[key]  # labels above / below their lines
                 ax.axhline(value, ls=ls, color="0.35", lw=1)
@@ -76,22 +94,28 @@ def perf_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None, x: 
             ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
+        if not logy:
+            ax.set_ylim(bottom=0)
         ax.set_title(title if fig is None else f"{title}\n{_source(df)}", fontsize=10)
-        ax.legend(loc="lower right" if logy else "best")
         if fig is not None:
+            fig.tight_layout()
+            legend_below(fig, ax)
             plt.close(fig)
     return fig
 
 
 def perf_and_bandwidth_plot(df: pd.DataFrame, *, title: str, ceilings: dict | None = None):
-    """GFLOP/s (left) and effective bandwidth in GB/s (right, column 'gbps') against size."""
+    """Share of cuBLAS (top) and effective bandwidth in GB/s (bottom, column 'gbps') against size,
+    one legend under both."""
     with plt.rc_context(STYLE):
         fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8.4), sharex=True)
-        perf_plot(df, title="GFLOP/s", ceilings=ceilings, ax=left)
+        perf_plot(df, title="share of the cuBLAS SGEMM timed beside it", y="pct_of_cublas",
+                  ylabel="% of cuBLAS SGEMM at the same n", ax=left)
         perf_plot(df[df.kernel != "cublas"], title="effective bandwidth: bytes the threads ask for / time",
                   ceilings=ceilings, y="gbps", ylabel="GB/s", ax=right)
         fig.suptitle(f"{title}\n{_source(df)}", fontsize=10)
         fig.tight_layout()
+        legend_below(fig, left)
         plt.close(fig)
     return fig
 
@@ -111,6 +135,7 @@ def loglog_fit_plot(df: pd.DataFrame, *, title: str, fits: dict, extrapolate: di
         ax.set_xlabel("matrix size n (M = N = K)")
         ax.set_ylabel("time (s)")
         ax.set_title(f"{title}\n{_source(df)}", fontsize=10)
-        ax.legend(loc="upper left")
+        fig.tight_layout()
+        legend_below(fig, ax, ncol=1)
         plt.close(fig)
     return fig

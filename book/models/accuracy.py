@@ -106,21 +106,49 @@ def growth(df: pd.DataFrame, kernel: str, kind: str, fmad: str = "True") -> floa
     return float(np.polyfit(np.log(d.K), np.log(d.rel_error), 1)[0])
 
 
+def same_curves(df: pd.DataFrame, rtol: float = 0.01) -> dict[tuple, list[tuple]]:
+    """Series (kernel, fmad) whose errors agree within ``rtol`` at every kind and K, grouped under
+    the first of them: they would hide each other in a plot (the naive and tiled kernels add the
+    same terms in the same order, so their errors are the same)."""
+    curves = {key: d.sort_values(["kind", "K"]).rel_error.to_numpy()
+              for key, d in df[df.kernel != FLOOR].groupby(["kernel", "fmad"], sort=False)}
+    groups: dict[tuple, list[tuple]] = {}
+    for key, values in curves.items():
+        for head in groups:
+            other = curves[head]
+            if len(other) == len(values) and np.allclose(values, other, rtol=rtol, atol=0):
+                groups[head].append(key)
+                break
+        else:
+            groups[key] = [key]
+    return groups
+
+
 def accuracy_plot(df: pd.DataFrame, *, title: str, threshold: float | None = None):
-    """Relative error against K, one panel per input kind; dashed lines: compiled --fmad=false."""
+    """Relative error against K, one panel per input kind; dashed lines: compiled --fmad=false.
+    Kernels whose errors are the same share one line and one legend entry ("a = b"); the legend
+    sits under the panels."""
+    from ..harness.plots import legend_below
     with plt.rc_context(STYLE):
         kinds = list(dict.fromkeys(df.kind))
         fig, axes = plt.subplots(1, len(kinds), figsize=(9, 4.4), sharey=True, squeeze=False)
+        groups = same_curves(df)
+        suffix = {"False": ", --fmad=false", "True": ""}
+        names = {key: df[df.kernel == key[0]].label.iloc[0] + suffix.get(key[1], "")
+                 for members in groups.values() for key in members}
         colors = {}
         for ax, kind in zip(axes[0], kinds):
-            for (kernel, fmad), d in df[df.kind == kind].groupby(["kernel", "fmad"], sort=False):
-                if kernel == FLOOR:
-                    ax.plot(d.K, d.rel_error, color="0.55", lw=3, alpha=0.6, label=d.label.iloc[0])
-                    continue
+            here = df[df.kind == kind]
+            floor = here[here.kernel == FLOOR]
+            if len(floor):
+                ax.plot(floor.K, floor.rel_error, color="0.55", lw=3, alpha=0.6,
+                        label=floor.label.iloc[0])
+            for (kernel, fmad), members in groups.items():
+                d = here[(here.kernel == kernel) & (here.fmad == fmad)]
                 color = colors.setdefault(kernel, f"C{len(colors)}" if kernel != "cublas" else "k")
                 style = {"ls": "--", "marker": "x"} if fmad == "False" else {"marker": "o"}
-                suffix = {"False": ", --fmad=false", "True": ""}.get(fmad, "")
-                ax.plot(d.K, d.rel_error, color=color, label=d.label.iloc[0] + suffix, **style)
+                ax.plot(d.K, d.rel_error, color=color, label=" = ".join(names[m] for m in members),
+                        **style)
             ax.axhline(UNIT_ROUNDOFF, color="0.35", lw=1, ls=":")
             ax.annotate("float32 unit roundoff $u = 2^{-24}$", (0.01, UNIT_ROUNDOFF),
                         xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
@@ -134,8 +162,8 @@ def accuracy_plot(df: pd.DataFrame, *, title: str, threshold: float | None = Non
             lo, hi = KINDS[kind]
             ax.set_title(f"{kind} inputs, uniform in [{lo:g}, {hi:g})", fontsize=10)
         axes[0][0].set_ylabel("relative error ||C - C64|| / ||C64||")
-        axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
+        legend_below(fig, axes[0][0], ncol=1, fontsize=8)
         plt.close(fig)
     return fig

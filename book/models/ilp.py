@@ -46,7 +46,9 @@ def ilp_plot(table: pd.DataFrame, title: str):
         occ.grid(False)
         lines, labels = ax.get_legend_handles_labels()
         bars, blabels = occ.get_legend_handles_labels()
-        ax.legend(lines + bars, labels + blabels, loc="lower center", fontsize=8)
         ax.set_title(title, fontsize=10)
+        fig.tight_layout()
+        fig.legend(lines + bars, labels + blabels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=2, fontsize=8)
         plt.close(fig)
     return fig

@@ -124,7 +124,7 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
     one panel per kernel, one line per layout (shifted sideways a little, to stay readable)."""
     import matplotlib.pyplot as plt
 
-    from ..harness.plots import STYLE
+    from ..harness.plots import STYLE, legend_below
     ok = df[df.status == "ok"]
     kernels = list(dict.fromkeys(ok.kernel))
     with plt.rc_context(STYLE):
@@ -141,9 +141,9 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
             ax.set_title(d.label.iloc[0].split(", ld")[0], fontsize=9)
             ax.set_xlabel("n = M = N = K (grey: multiples of 32)")
             ax.set_ylabel("GFLOP/s")
-            ax.legend(loc="lower right", fontsize=7.5)
         fig.suptitle(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
         fig.tight_layout()
+        legend_below(fig, axes[0, 0], ncol=3, fontsize=8)
         plt.close(fig)
     return fig
 
