@@ -153,6 +153,95 @@ def fragment_lanes() -> dict:
             for name, m in (("A", A), ("B", B), ("C", C))}
 
 
+def fragment_picture(lane: int = 0):
+    """Chapter 10's picture of :func:`fragment_lanes`: A, B and C of one mma.m16n8k8, each
+    element numbered and coloured by the lane that holds it (a colour per quad g = lane / 4), the
+    elements of ``lane`` outlined."""
+    lanes = fragment_lanes()
+    cmap = plt.get_cmap("tab10")
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(8.4, 3.6), gridspec_kw={"width_ratios": [8, 8, 8]})
+        for ax, name, title in zip(axes, "ABC", ("A: 16 x 8 (row-major)", "B: 8 x 8 (column-major)",
+                                                 "C and D: 16 x 8")):
+            m = lanes[name].to_numpy()
+            rows, cols = m.shape
+            for (r, c), who in np.ndenumerate(m):
+                ax.add_patch(Rectangle((c, r), 1, 1, fc=cmap(who // 4 % 10), alpha=0.45,
+                                       ec="k" if who == lane else "white",
+                                       lw=1.6 if who == lane else 0.5, zorder=2 if who == lane else 1))
+                ax.text(c + 0.5, r + 0.5, str(who), ha="center", va="center", fontsize=6.5)
+            ax.set_xlim(0, cols)
+            ax.set_ylim(16, 0)  # one scale for all: B's 8 rows at the top
+            ax.set_aspect("equal")
+            ax.xaxis.tick_top()
+            for side in ax.spines.values():
+                side.set_visible(False)
+            ax.set_xticks(np.arange(cols) + 0.5, [str(c) for c in range(cols)], fontsize=6.5)
+            ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=6.5)
+            ax.tick_params(length=0)
+            ax.grid(False)
+            ax.set_title(title, fontsize=9)
+        fig.suptitle(f"The lane of the warp that holds each element (colour: its quad g = lane / 4; "
+                     f"outlined: lane {lane})", fontsize=9.5)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
+
+
+def swizzle_offset(row: int, k: int) -> int:
+    """wgmma.cuh's ``tf32_swizzle``: the float offset of (row, k) in a K-major tile of 32 floats
+    (128 bytes) per row, in the 128-byte swizzle -- 16-byte piece k / 4 of row r stored at piece
+    (k / 4) ^ (r % 8)."""
+    return row * 32 + ((k // 4) ^ (row % 8)) * 4 + k % 4
+
+
+def swizzle_layout(rows: int = 8) -> dict:
+    """Where each 16-byte piece of the first ``rows`` rows lands, plain (piece j at slot j) and
+    swizzled; and the 4-byte banks that one k-step's read (the pieces of k = 0 ... 3 of every
+    row, as the tensor core takes them) touches in each."""
+    plain = np.array([[j for j in range(8)] for _ in range(rows)])
+    swizzled = np.array([[swizzle_offset(r, 4 * j) % 32 // 4 for j in range(8)] for r in range(rows)])
+    banks = {name: {(r * 32 + 4 * int(np.flatnonzero(m[r] == 0)[0]) + i) % 32
+                    for r in range(rows) for i in range(4)} if name == "plain"
+             else {swizzle_offset(r, i) % 32 for r in range(rows) for i in range(4)}
+             for name, m in (("plain", plain), ("swizzled", swizzled))}
+    return {"plain": plain, "swizzled": swizzled, "banks": banks}
+
+
+def swizzle_picture(rows: int = 8):
+    """Chapter 10's picture of the 128-byte swizzle: 8 rows of a wgmma operand tile, 128 bytes
+    each in 8 slots of 16 bytes (4 banks); the number in a slot is the piece of k it holds
+    (piece j: k = 4j ... 4j + 3). Plain, the pieces of one k-step are one column of slots, all
+    in the same 4 banks; swizzled, they fall in 8 different slots and cover all 32 banks."""
+    lay = swizzle_layout(rows)
+    cmap = plt.get_cmap("tab10")
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+        for ax, name in zip(axes, ("plain", "swizzled")):
+            m = lay[name]
+            for (r, slot), _ in np.ndenumerate(m):
+                piece = int(np.flatnonzero(m[r] == slot)[0])  # the piece stored at this slot
+                ax.add_patch(Rectangle((slot, r), 1, 1, fc=cmap(piece), alpha=0.9 if piece == 0 else 0.25,
+                                       ec="white", lw=1))
+                ax.text(slot + 0.5, r + 0.5, str(piece), ha="center", va="center", fontsize=8,
+                        color="w" if piece == 0 else "k")
+            ax.set_xlim(0, 8)
+            ax.set_ylim(rows, 0)
+            ax.set_aspect("equal")
+            ax.set_xticks(np.arange(8) + 0.5, [f"{4 * s}-{4 * s + 3}" for s in range(8)], fontsize=6.5)
+            ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=7)
+            ax.set_xlabel("banks of the 16-byte slot", fontsize=8)
+            ax.set_ylabel("row of the tile", fontsize=8)
+            ax.grid(False)
+            what = "row-major, no swizzle" if name == "plain" else "128-byte swizzle: slot = piece ^ (row % 8)"
+            ax.set_title(f"{what}\npiece 0 of {rows} rows (dark) in {len(lay['banks'][name])} of 32 banks",
+                         fontsize=9)
+        fig.suptitle("Where each 16-byte piece j of a row (k = 4j ... 4j + 3) is stored", fontsize=9.5)
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
+
+
 def peaks(iters: int | None = None) -> "pd.DataFrame":
     """The TF32 ceiling of each tensor-core instruction this GPU runs, in TFLOP/s: mma.sync
     (10_tf32.cu's mma_peak) and, on Hopper, wgmma (10_wgmma.cu's wgmma_peak), each on operands

@@ -4,7 +4,7 @@ import pytest
 
 from book.models import banks, diagrams, pitch
 from book.models.coalescing import one_step
-from book.registry import KERNELS, TUNING_SPACE, async_tile, ceil_div, chapter_kernels
+from book.registry import KERNELS, TUNING_SPACE, async_tile, ceil_div, chapter_kernels, variant
 
 
 @pytest.mark.parametrize("kernel", ["naive8", "naive16", "naive1d", "xrows16", "xrows32"])
@@ -74,6 +74,17 @@ def test_the_pipeline_never_overwrites_the_stage_being_read(stages):
         assert len(s["in_flight"]) == min(stages - 1, 10 - 1 - s["t"])
 
 
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_the_bulk_copy_pipeline_loads_after_the_wgmmas(stages):
+    """10_wgmma.cu issues tile t + STAGES - 1 after iteration t's wgmmas and barrier, into the
+    stage tile t - 1 left: while tile t is read, STAGES - 2 copies are in flight, and the wait on
+    stage t % STAGES expects the parity of its (t // STAGES)-th fill."""
+    spec = variant(KERNELS["tf32x3_wgmma"], STAGES=stages)
+    for s in diagrams.pipeline_layout(spec, tiles=10):
+        assert s["held"][s["computed"]] == s["t"] and s["parity"] == s["t"] // stages % 2
+        assert sorted(s["in_flight"]) == list(range(s["t"] + 1, min(s["t"] + stages - 1, 10)))
+
+
 def test_every_picture_draws():
     k = KERNELS
     figs = [diagrams.thread_map(k["naive16"]), diagrams.thread_map(k["naive1d"], 8, 40),
@@ -81,7 +92,8 @@ def test_every_picture_draws():
             diagrams.tile_walk(k["tiled16"]), diagrams.bank_map(k["tstore16"], k["tstore_pad16"]),
             diagrams.register_tile(k["reg64x64x8_4x4"]),
             diagrams.pitched_rows(k["tiled_ld16"], 1001, {"packed": 1, "128 B": 32}),
-            diagrams.warp_tiles(async_tile()), diagrams.pipeline(async_tile(STAGES=3))]
+            diagrams.warp_tiles(async_tile()), diagrams.pipeline(async_tile(STAGES=3)),
+            diagrams.pipeline(KERNELS["tf32x3_wgmma"])]
     assert all(f.axes for f in figs)
 
 

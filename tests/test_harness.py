@@ -114,3 +114,20 @@ def test_chapter_0_draws_its_ceilings_as_a_roofline():
     x, y = ax.lines[0].get_data()
     assert max(y) == 60000.0 and y[0] == pytest.approx(3000.0 * x[0])  # the roof and the slope
     assert "20 FLOP/byte" in " ".join(t.get_text() for t in ax.texts)  # the ridge: 60000 / 3000
+
+
+def test_show_diff_shows_only_what_changes_and_the_whole_new_file():
+    from book.harness.notebook import show_diff
+    md = show_diff(("02_naive.cu", "void matmul_naive(", "// 1D grid"),
+                   ("03_coalescing.cu", 'extern "C"', None)).data
+    body = md.split("```diff")[1].split("```")[0]
+    assert "+    const int row = blockIdx.x * blockDim.x + threadIdx.x;" in body
+    assert "-    const int col = blockIdx.x * blockDim.x + threadIdx.x;" in body
+    lines = body.strip().splitlines()
+    assert lines[0].startswith("--- 02_naive.cu, lines") and lines[1].startswith("+++ 03_coalescing.cu")
+    assert all(line[:1] in " +-@" for line in lines[2:])
+    assert not any("acc +=" in line for line in lines if line[:1] in "+-")  # the loop is unchanged
+    assert "<details><summary>The whole file: 03_coalescing.cu" in md
+    with pytest.raises(ValueError, match="the same"):
+        show_diff(("02_naive.cu", "void matmul_naive(", "// 1D grid"),
+                  ("02_naive.cu", "void matmul_naive(", "// 1D grid"))

@@ -156,3 +156,28 @@ def test_wgmma_reads_the_swizzled_tiles_and_sums_like_mma(from_c):
     np.testing.assert_array_equal(d1, d2)
     exact = A.astype(np.float64) @ B.astype(np.float64) + (C if from_c else 0)
     assert np.linalg.norm(d1 - exact) / np.linalg.norm(exact) < 2e-3  # TF32 inputs
+
+
+@pytest.mark.skipif(not _hopper(), reason="wgmma.cuh compiles for sm_90a (the emulator counts as 9.0)")
+def test_the_swizzle_picture_is_the_kernels_swizzle():
+    """Chapter 10 draws the 128-byte swizzle from tensor_cores.swizzle_offset: it is wgmma.cuh's
+    tf32_swizzle, offset for offset; one k-step's pieces of 8 rows fall in all 32 banks
+    swizzled, in 4 plain."""
+    from book.tensor_cores import swizzle_layout, swizzle_offset
+    out = xp.full(16 * 32, -1, dtype=xp.int32)
+    load_kernel(ROOT / "tests" / "kernels" / "wgmma.cu", "swizzle_offsets", options=("-arch=sm_90a",))(
+        1, 128, (out, np.int32(16)))
+    expect = np.array([swizzle_offset(r, k) for r in range(16) for k in range(32)])
+    np.testing.assert_array_equal(to_host(out), expect)
+    lay = swizzle_layout()
+    assert len(lay["banks"]["swizzled"]) == 32 and len(lay["banks"]["plain"]) == 4
+    assert sorted(lay["swizzled"][5]) == list(range(8))  # a permutation of the slots per row
+
+
+def test_the_fragment_picture_shows_every_lane_in_the_ptx_counts():
+    """Each lane holds 4 elements of A and of C and 2 of B (mma.m16n8k8 .tf32)."""
+    from book.tensor_cores import fragment_lanes, fragment_picture
+    lanes = fragment_lanes()
+    for name, count in (("A", 4), ("B", 2), ("C", 4)):
+        assert (np.bincount(lanes[name].to_numpy().ravel(), minlength=32) == count).all()
+    assert len(fragment_picture(lane=5).axes) == 3

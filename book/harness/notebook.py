@@ -39,6 +39,37 @@ def show_source(filename: str, start: str | None = None, end: str | None = None,
     if start is None:
         body = _fenced(lines)
         return Markdown(_collapsed(filename, body, len(lines)) if collapsed else body)
+    first, last = _excerpt(filename, lines, start, end, through)
+    excerpt = textwrap.dedent("\n".join(lines[first:last])).splitlines()
+    shown = f"`{filename}`, lines {first + 1}-{last}:\n\n{_fenced(excerpt)}"
+    return Markdown(shown + "\n\n" + _collapsed(filename, _fenced(lines), len(lines)) if whole
+                    else shown)
+
+
+def show_diff(old: tuple, new: tuple, context: int = 2):
+    """The lines that change from one kernel to the next, as a unified diff: ``old`` and ``new``
+    are ``(filename, start, end)`` excerpts as :func:`show_source` takes them (``end`` may be
+    None). Removed lines start with -, added ones with +; the new file follows, collapsed."""
+    import difflib
+
+    from IPython.display import Markdown
+    parts = []
+    for filename, start, end in (old, new):
+        lines = resolve(filename).read_text().rstrip().splitlines()
+        first, last = _excerpt(filename, lines, start, end, None)
+        parts.append((f"{filename}, lines {first + 1}-{last}", lines[first:last], lines))
+    (a_name, a, _), (b_name, b, whole_b) = parts
+    diff = list(difflib.unified_diff(a, b, a_name, b_name, lineterm="", n=context))
+    if not diff:
+        raise ValueError(f"{a_name} and {b_name} are the same")
+    body = "```diff\n" + "\n".join(diff) + "\n```"
+    return Markdown(f"From `{old[0]}` to `{new[0]}` (- removed, + added):\n\n{body}\n\n"
+                    + _collapsed(new[0], _fenced(whole_b), len(whole_b)))
+
+
+def _excerpt(filename: str, lines: list[str], start: str, end: str | None,
+             through: str | None) -> tuple[int, int]:
+    """The first and one-past-last line of an excerpt (see :func:`show_source`)."""
     first = next((i for i, line in enumerate(lines) if start in line), None)
     if first is None:
         raise ValueError(f"{filename} has no line containing {start!r}")
@@ -51,10 +82,7 @@ def show_source(filename: str, start: str | None = None, end: str | None = None,
         last = next((i for i in after if end is not None and end in lines[i]), len(lines))
     while last > first + 1 and lines[last - 1].strip() in ("", "#pragma unroll"):
         last -= 1  # an excerpt ends on code, not on a pragma of the lines it leaves out
-    excerpt = textwrap.dedent("\n".join(lines[first:last])).splitlines()
-    shown = f"`{filename}`, lines {first + 1}-{last}:\n\n{_fenced(excerpt)}"
-    return Markdown(shown + "\n\n" + _collapsed(filename, _fenced(lines), len(lines)) if whole
-                    else shown)
+    return first, last
 
 
 def _fenced(lines: list[str]) -> str:

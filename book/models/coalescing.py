@@ -126,15 +126,25 @@ COUNTED = ["load_requests", "load_sectors", "store_requests", "store_sectors"]
 
 
 def beside_counters(model: pd.DataFrame, counters: pd.DataFrame | None) -> pd.DataFrame:
-    """The model's requests and sectors beside Nsight Compute's, launch by launch."""
+    """The model's requests and sectors, launch by launch, with what Nsight Compute counted for
+    the same launch: "same" when it agrees on all four counts, else the counts it differs in.
+    One index level per launch (kernel, shape), so the table fits a page."""
     keys = ["kernel", "M", "N", "K"]
     table = model.set_index(keys)[COUNTED]
+    out = table.rename(columns=lambda c: c.replace("_", " "))
+    out.index = pd.MultiIndex.from_arrays(
+        [table.index.get_level_values("kernel"),
+         [f"{m} x {n} x {k}" for _, m, n, k in table.index]], names=["kernel", "M x N x K"])
     if counters is None:
-        return table
+        return out
     measured = counters.set_index(keys)[COUNTED].reindex(table.index)
-    both = pd.concat({"model": table, "ncu": measured}, axis=1)
-    both[("", "match")] = (both["model"].to_numpy() == both["ncu"].to_numpy()).all(axis=1)
-    return both
+    differs = (table != measured).to_numpy()
+    out["ncu"] = ["same" if not row.any() else
+                  "; ".join(f"{c.replace('_', ' ')} {measured.iloc[i][c]:,.0f}"
+                            for c, d in zip(COUNTED, row) if d)
+                  for i, row in enumerate(differs)]
+    out["ncu agrees"] = ~differs.any(axis=1)
+    return out
 
 
 def summary_at(df: pd.DataFrame, model: pd.DataFrame) -> pd.DataFrame:

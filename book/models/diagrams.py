@@ -334,32 +334,45 @@ def warp_tiles(spec, lane: int = 0):
     return fig
 
 
+PIPELINES = {"08_async.cu": ("before", "cp.async copies"),
+             "10_wgmma.cu": ("after", "bulk copies (cp.async.bulk; a stage's mbarrier counts its bytes)")}
+"""How each pipelined kernel's main loop issues its next copy: 08_async.cu at the top of iteration t
+(into the stage tile t - 1 left), 10_wgmma.cu after the iteration's wgmmas and barrier -- and what
+does the copying."""
+
+
 def pipeline_layout(spec, tiles: int = 8) -> list[dict]:
-    """08_async.cu's ring of STAGES shared tiles, iteration by iteration: the tile each stage
-    holds, the one the FMAs read, and the copies in flight (as the kernel's main loop issues them)."""
+    """The ring of STAGES shared tiles of 08_async.cu or 10_wgmma.cu, iteration by iteration: the
+    tile each stage holds, the one the FMAs or wgmmas read, the copies in flight while they do, and
+    (10_wgmma.cu) the phase parity its mbarrier wait expects -- as the kernel's main loop issues
+    them."""
     stages = _defines(spec)["STAGES"]
+    issue, _ = PIPELINES[spec.source]
     held, steps = [None] * stages, []
     for t in range(min(stages - 1, tiles)):  # the prologue fills all stages but one
         held[t] = t
     for t in range(tiles):
         nxt = t + stages - 1
-        if nxt < tiles:
+        if issue == "before" and nxt < tiles:
             held[nxt % stages] = nxt
-        steps.append({"t": t, "computed": t % stages, "held": list(held),
+        steps.append({"t": t, "computed": t % stages, "held": list(held), "parity": t // stages % 2,
                       "in_flight": [h for h in held if h is not None and h > t]})
+        if issue == "after" and nxt < tiles:
+            held[nxt % stages] = nxt
     return steps
 
 
 def pipeline(spec, tiles: int = 8):
     """Iterations (columns) against stages (rows): which tile of K each stage holds; the one the
-    FMAs read is dark, the copies still in flight are light."""
+    FMAs (or wgmmas) read is dark, the copies still in flight are light."""
     steps = pipeline_layout(spec, tiles)
     stages = len(steps[0]["held"])
+    issue, copies = PIPELINES[spec.source]
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(1.0 + 0.75 * tiles, 0.6 + 0.55 * stages))
         _cells(ax, stages, tiles, f"{spec.label}: {stages} shared stages, {tiles} tiles along K\n"
-                                  "dark: the tile the FMAs read at this iteration; light: cp.async "
-                                  "copies still in flight")
+                                  f"dark: the tile read at this iteration; light: {copies} still "
+                                  "in flight")
         ax.set_aspect("auto")
         for s in steps:
             for stage, tile in enumerate(s["held"]):
@@ -370,9 +383,11 @@ def pipeline(spec, tiles: int = 8):
                      fc="#08519c" if now else "#c6dbef", ec="none")
                 ax.text(s["t"] + 0.5, stage + 0.5, f"tile {tile}", ha="center", va="center",
                         fontsize=7.5, color="w" if now else "k")
-        ax.set_xticks(np.arange(tiles) + 0.5, [str(t) for t in range(tiles)])
+        ticks = [str(s["t"]) if issue == "before" else f"{s['t']}\nparity {s['parity']}" for s in steps]
+        ax.set_xticks(np.arange(tiles) + 0.5, ticks, fontsize=8)
         ax.set_yticks(np.arange(stages) + 0.5, [f"stage {s}" for s in range(stages)])
-        ax.set_xlabel("iteration t of the main loop")
+        ax.set_xlabel("iteration t of the main loop" + ("" if issue == "before" else
+                      " (and the phase parity its wait on the stage's mbarrier expects)"))
         plt.close(fig)
     return fig
 

@@ -46,3 +46,8 @@ extern "C" __global__ void wgmma_vs_mma(const float* A, const float* B, const fl
         for (int i = 0; i < 4; ++i) D2[(16 * w + g + 8 * (i / 2)) * 128 + 8 * j + 2 * t + i % 2] = c[i];
     }
 }
+
+// tf32_swizzle as the kernels compute it, for the picture of chapter 10: out[r * 32 + k].
+extern "C" __global__ void swizzle_offsets(int* out, int rows) {
+    for (int e = threadIdx.x; e < rows * 32; e += blockDim.x) out[e] = tf32_swizzle(e / 32, e % 32);
+}
