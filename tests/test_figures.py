@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 matplotlib.use("Agg")
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
 from book import gemm, ladder, tune  # noqa: E402
 from book.harness import results  # noqa: E402
@@ -20,8 +21,9 @@ GPU = results.recorded_gpus()[-1]
 
 
 def legends_clear_of_axes(fig) -> None:
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    canvas = FigureCanvasAgg(fig)  # whatever backend made the figure
+    canvas.draw()
+    renderer = canvas.get_renderer()
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
     assert legends, "the figure has no legend"
     for legend in legends:
