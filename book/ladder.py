@@ -38,6 +38,8 @@ LANDING_FIGURE = README.parent / "results" / "milestones.png"
 """The landing page's figure: the milestones of the ladder, legible on a phone."""
 BEGIN, END = "<!-- ladder:begin -->", "<!-- ladder:end -->"
 PAYOFF_BEGIN, PAYOFF_END = "<!-- payoff:begin -->", "<!-- payoff:end -->"
+TENSOR_CORES = 10
+"""The chapter of the tensor-core kernels: not on the FP32 FMA roofline."""
 CUBLAS_RUNG = 11
 """The chapter number the ladder gives cuBLAS SGEMM's row, to list it after every chapter's kernels."""
 
@@ -79,9 +81,44 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
                          "pct_of_cublas": r.pct_of_cublas, "device": r.device})
     df = pd.DataFrame(rows)
     if len(df):  # in chapter order (stable), cuBLAS last
-        df.loc[df.kernel == "cublas", "chapter"] = CUBLAS_RUNG
+        cublas = df.kernel == "cublas"
+        df.loc[cublas, "chapter"] = CUBLAS_RUNG
+        df.loc[cublas, "label"] = CUBLAS_LABEL
+        df.loc[cublas, "gflops"] = cublas_runs(gpu, n).median()
         df = df.sort_values("chapter", kind="stable")
     return df.reset_index(drop=True)
+
+
+CUBLAS_LABEL = "cuBLAS SGEMM (median of the runs; each % uses its own run's)"
+"""cuBLAS is timed beside the kernels in every results file, and its speed moves from run to run
+(clocks, power, what ran before it): its row shows the median, and each kernel's % of cuBLAS is
+taken against the cuBLAS of its own run, never this median."""
+
+
+def cublas_runs(gpu: str, n: int = 4096) -> pd.Series:
+    """cuBLAS SGEMM's GFLOP/s at n in each results file of ``gpu`` that timed it ({file: GFLOP/s})."""
+    runs = {}
+    for name in FILES + [TUNE]:
+        try:
+            df = results.load(name, gpu)
+        except FileNotFoundError:
+            continue
+        c = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.kernel == "cublas") & (df.status == "ok")]
+        if len(c):
+            runs[name] = c.gflops.median()
+    return pd.Series(runs, dtype=float, name="cuBLAS GFLOP/s")
+
+
+def cublas_spread(n: int = 4096) -> pd.DataFrame:
+    """Per recorded GPU: how many runs timed cuBLAS at n, their minimum, median and maximum --
+    the run-to-run spread behind every page's % of cuBLAS."""
+    rows = {}
+    for gpu in complete_gpus()[0]:
+        r = cublas_runs(gpu, n)
+        rows[results.load_device(gpu)["name"].removeprefix("NVIDIA ")] = {
+            "runs": len(r), "slowest (GFLOP/s)": r.min(), "median (GFLOP/s)": r.median(),
+            "fastest (GFLOP/s)": r.max(), "slowest run": r.idxmin() + ".csv"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("GPU")
 
 
 def so_far(chapter: int, n: int = 4096) -> pd.DataFrame:
@@ -148,8 +185,8 @@ def milestones(df: pd.DataFrame) -> pd.DataFrame:
         row = {}
         for name, key in MILESTONES.items():
             pick = g[g.kernel == key] if isinstance(key, str) else g[g.chapter == key]
-            row[name] = pick.pct_of_cublas.max()
-        row["cuBLAS GFLOP/s"] = g[g.kernel == "cublas"].gflops.max()
+            row[f"{name}, % of cuBLAS"] = pick.pct_of_cublas.max()
+        row["cuBLAS GFLOP/s (median of the runs)"] = g[g.kernel == "cublas"].gflops.max()
         rows[device] = row
     return pd.DataFrame(rows).T.rename_axis("GPU")
 
@@ -253,7 +290,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def markdown(df: pd.DataFrame) -> str:
     """The side-by-side table as GitHub markdown (numbers rounded, blanks where not measured)."""
-    t = table(df)
+    t = table(df).drop(columns="n").rename(columns={"label": "kernel"})  # n: stated above the table
     t["chapter"] = ["cuBLAS" if c == CUBLAS_RUNG else str(c) for c in t.chapter]
 
     def cell(col, v):
@@ -375,7 +412,7 @@ def ladder_plot(df: pd.DataFrame):
 def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFrame:
     """One GPU's kernels with FLOPs per DRAM byte (read + written), per byte read from L2, and
     the share of the roofline (min of FMA peak and copy bandwidth x intensity) reached."""
-    d = df[(df.device == device) & (df.kernel != "cpu")].merge(
+    d = df[(df.device == device) & (df.kernel != "cpu") & (df.chapter != TENSOR_CORES)].merge(
         traffic[["kernel", "M", "dram_read_bytes", "dram_write_bytes", "l2_read_sectors"]],
         on="kernel")
     flops = 2.0 * d.M.astype(float) ** 3
@@ -416,9 +453,10 @@ def ceilings_of(device: str) -> tuple[float, float]:
 
 def roofline_kernels(df: pd.DataFrame, device: str) -> list[str]:
     """The rungs of ``device`` that ncu profiles for the roofline: every kernel but the CPU loop,
-    each one launch; book.sgemm as one whole call (its plan may launch two or three kernels:
+    each one launch, but chapter 10's (tensor cores: above the FP32 FMA roof, on other units);
+    book.sgemm as one whole call (its plan may launch two or three kernels:
     ncu.profile_call sums their counters)."""
-    return list(df[(df.device == device) & (df.kernel != "cpu")].kernel)
+    return list(df[(df.device == device) & (df.kernel != "cpu") & (df.chapter != TENSOR_CORES)].kernel)
 
 
 def roofline_traffic(df: pd.DataFrame, n: int = 4096):

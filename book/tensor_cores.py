@@ -228,9 +228,9 @@ def swizzle_picture(rows: int = 8):
             ax.set_xlim(0, 8)
             ax.set_ylim(rows, 0)
             ax.set_aspect("equal")
-            ax.set_xticks(np.arange(8) + 0.5, [f"{4 * s}-{4 * s + 3}" for s in range(8)], fontsize=6.5)
+            ax.set_xticks(np.arange(8) + 0.5, [str(4 * s) for s in range(8)], fontsize=7.5)
             ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=7)
-            ax.set_xlabel("banks of the 16-byte slot", fontsize=8)
+            ax.set_xlabel("first bank of the 16-byte slot (it spans 4)", fontsize=8)
             ax.set_ylabel("row of the tile", fontsize=8)
             ax.grid(False)
             what = "row-major, no swizzle" if name == "plain" else "128-byte swizzle: slot = piece ^ (row % 8)"
@@ -308,8 +308,14 @@ def measure(sizes, rounds: int = 3) -> "pd.DataFrame":
     import pandas as pd
 
     from .harness.measure import sweep
+    import contextlib
+    import io
     specs = usable(chapter_kernels(10) + [CublasTF32()], quiet=True)
-    runs = pd.concat([sweep(specs, sizes, seed=0).assign(round=r) for r in range(rounds)])
+    runs = []
+    for r in range(rounds):  # a failed check is printed once, in the first round
+        with contextlib.redirect_stdout(io.StringIO()) if r else contextlib.nullcontext():
+            runs.append(sweep(specs, sizes, seed=0).assign(round=r))
+    runs = pd.concat(runs)
     ok = runs.status == "ok"
     df = runs.groupby(["M", "N", "K", "kernel"], sort=False).agg(
         label=("label", "first"), chapter=("chapter", "first"), gflops=("gflops", "median"),
@@ -322,6 +328,23 @@ def measure(sizes, rounds: int = 3) -> "pd.DataFrame":
     df["pct_of_cublas"] = 100 * df.gflops / base.reindex(
         pd.MultiIndex.from_frame(df[["M", "N", "K"]])).to_numpy()
     return df
+
+
+def size_table(df: "pd.DataFrame") -> "pd.DataFrame":
+    """:func:`measure`'s rows as one row per kernel: % of cuBLAS SGEMM at each n, the largest
+    error at the largest n, and the check ('ok', or the sizes where it failed), for
+    :func:`~book.harness.tables.readable`."""
+    import pandas as pd
+    big = df.M.max()
+    pct = df.pivot_table(index="kernel", columns="M", values="pct_of_cublas", sort=False, dropna=False)
+    pct.columns = [f"% of SGEMM, n = {n}" for n in pct.columns]
+    at = df[df.M == big].set_index("kernel")
+    failed = df[df.status != "ok"].groupby("kernel", sort=False).M.agg(
+        lambda m: "FAILED at n = " + ", ".join(str(v) for v in sorted(m)))
+    table = pct.assign(**{f"error, n = {big}": at.rel_error.reindex(pct.index),
+                          "check": failed.reindex(pct.index).fillna("ok")})
+    labels = dict(zip(df.kernel, df.label))
+    return table.set_axis([labels[k] for k in table.index]).rename_axis("kernel")
 
 
 def error_vs_k(Ks, n: int, kinds=("positive", "mixed")):

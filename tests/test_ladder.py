@@ -18,6 +18,21 @@ def test_ladder_takes_each_kernel_from_its_own_chapter():
         for r in df[df.kernel.isin(list(KERNELS))].itertuples():
             assert r.chapter == KERNELS[r.kernel].chapter, r.kernel
         assert (df[df.kernel == "cublas"].pct_of_cublas == 100).all()
+        runs = ladder.cublas_runs(gpu)  # its row: the median of every run that timed it
+        assert len(runs) > 1 and df[df.kernel == "cublas"].gflops.iloc[0] == runs.median()
+
+
+def test_cublas_spread_lists_every_gpu_with_its_runs():
+    spread = ladder.cublas_spread()
+    assert len(spread) == len(ladder.complete_gpus()[0])
+    lo, mid, hi = (spread[f"{k} (GFLOP/s)"] for k in ("slowest", "median", "fastest"))
+    assert (lo <= mid).all() and (mid <= hi).all() and (spread.runs > 1).all()
+
+
+def test_roofline_leaves_out_the_tensor_core_kernels():
+    df = ladder.all_gpus()
+    device = df.device.iloc[0]
+    assert not set(ladder.roofline_kernels(df, device)) & set(df[df.chapter == ladder.TENSOR_CORES].kernel)
 
 
 def test_markdown_has_one_column_pair_per_gpu():
@@ -30,10 +45,10 @@ def test_markdown_has_one_column_pair_per_gpu():
          "pct_of_cublas": 100.0, "device": "GPU B"},
     ])
     lines = ladder.markdown(df).splitlines()
-    assert lines[0] == ("| chapter | label | n | GPU A: GFLOP/s | GPU A: % of cuBLAS | "
+    assert lines[0] == ("| chapter | kernel | GPU A: GFLOP/s | GPU A: % of cuBLAS | "
                         "GPU B: GFLOP/s | GPU B: % of cuBLAS |")
-    assert lines[2] == "| 2 | naive | 4096 | 5,000 | 10.0 | 4,000 | 12.0 |"
-    assert lines[3] == "| cuBLAS | cuBLAS SGEMM | 4096 |  |  | 90,000 | 100.0 |"
+    assert lines[2] == "| 2 | naive | 5,000 | 10.0 | 4,000 | 12.0 |"
+    assert lines[3] == "| cuBLAS | cuBLAS SGEMM |  |  | 90,000 | 100.0 |"
 
 
 def _partial_results(tmp_path):

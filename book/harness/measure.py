@@ -2,7 +2,8 @@
 
 :func:`sweep` runs each kernel on fresh random inputs with its output poisoned with NaN,
 compares it with a float64 reference (relative Frobenius error, NaN fails), and only then
-times it: ``cupyx.profiler.benchmark`` (CUDA events, warm-up) on a GPU, the host clock on the
+times it: CUDA events after a warm-up, queued behind a busy kernel so that they time the GPU's
+work and not the host's launch path (:func:`held_event_seconds`), on a GPU; the host clock on the
 CPU emulator. A kernel that fails its check is reported as failed and never timed.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ steps, cuBLAS and two simple kernels at n = 256 ... 4096, four interleaved round
 
 
 def event_seconds(fn) -> float:
-    """Seconds of one ``fn()`` on the GPU, between two CUDA events."""
+    """Seconds of one ``fn()`` on the GPU, between two CUDA events recorded around it on an idle
+    GPU: they include the host's time to issue the call (chapter 2's pitfalls show how much)."""
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
     fn()
@@ -40,11 +42,46 @@ def event_seconds(fn) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) / 1e3
 
 
+_hold = None
+
+
+def held_event_seconds(fn, repeats: int = 1, hold_s: float | None = None) -> np.ndarray:
+    """Seconds of ``fn()`` on the GPU, ``repeats`` times, each between two CUDA events queued
+    behind a kernel that keeps the GPU busy (``hold_s``, default: three times the host's time to
+    issue ``fn``, at least 20 µs). The host issues the start event and ``fn``'s launches while
+    the GPU is still held, so the events time the GPU's work alone: on an idle GPU they would
+    also time the host's launch path (tens of µs of Python per call), which at n = 128 is most
+    of what they measure."""
+    global _hold
+    if _hold is None:
+        from ..launch.cuda_source import resolve
+        _hold = cupy.RawModule(code=resolve("00_hold.cu").read_text()).get_function("hold_stream")
+    if hold_s is None:
+        synchronize()
+        t0 = time.perf_counter()
+        fn()
+        issue = time.perf_counter() - t0
+        synchronize()
+        hold_s = max(3 * issue, 20e-6)
+    hold = (np.uint64(hold_s * 1e9),)
+    times = np.empty(repeats)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    for i in range(repeats):
+        _hold((1,), (1,), hold)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times[i] = cupy.cuda.get_elapsed_time(start, stop) / 1e3
+    return times
+
+
 def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
                 min_repeat: int = 3, warmed: bool = False) -> dict:
     """Median and quartiles (ms) of ``fn()``'s device time, after warm-up.
 
-    On a GPU: CUDA events through ``cupyx.profiler.benchmark``; the repeat count is chosen so
+    On a GPU: CUDA events queued behind a short busy kernel (:func:`held_event_seconds`), so
+    they time the GPU's work and not the host's launch path; the repeat count is chosen so
     that the measurement takes about ``target_s`` (between ``min_repeat`` and ``max_repeat``
     runs, the first of them the timed run that sizes the count). A warm-up run comes first and
     is not counted (module load, first-launch costs), unless ``warmed``: the caller has just run
@@ -55,13 +92,11 @@ def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
         fn()  # warm-up: module load, first-launch costs
     synchronize()
     if BACKEND == "gpu":
-        from cupyx.profiler import benchmark
-        once = event_seconds(fn)
+        once = held_event_seconds(fn)[0]
         n = int(np.clip(target_s / max(once, 1e-6), min_repeat, max_repeat))
         times = np.array([once * 1e3])
         if n > 1:
-            more = benchmark(fn, n_repeat=n - 1, n_warmup=0).gpu_times[0] * 1e3
-            times = np.concatenate([times, more])
+            times = np.concatenate([times, held_event_seconds(fn, n - 1) * 1e3])
     else:
         times = []
         for _ in range(3):
@@ -232,8 +267,8 @@ def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> 
 
 
 def timing_pitfalls(spec, n: int) -> pd.DataFrame:
-    """Time one n^3 matmul of the registered kernel ``spec`` five ways; only the last two measure
-    the kernel itself.
+    """Time one n^3 matmul of the registered kernel ``spec`` in up to six ways; only the events
+    queued behind a busy kernel (the last two) measure the kernel alone.
 
     The first call uses a define no cache has seen, so it includes compiling the kernel.
     """
@@ -263,7 +298,8 @@ def timing_pitfalls(spec, n: int) -> pd.DataFrame:
     synchronize()
     rows.append(("host clock around launch + synchronize", time.perf_counter() - t0))
     if BACKEND == "gpu":
-        rows.append(("CUDA events, one run", event_seconds(launch)))
+        rows.append(("CUDA events, one run on an idle GPU", event_seconds(launch)))
+        rows.append(("CUDA events, one run queued behind a busy kernel", held_event_seconds(launch)[0]))
     stats = time_launch(launch)
     rows.append((f"median of {stats['repeats']} runs after warm-up "
                  f"({'CUDA events' if BACKEND == 'gpu' else 'host clock'})", stats["time_ms"] / 1e3))

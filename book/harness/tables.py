@@ -44,6 +44,9 @@ COLUMNS = {
     "per_lds": "conflicts / LDS",
     "per_sts": "conflicts / STS",
     "per_cp_async": "conflicts / cp.async",
+    "dram_read_bytes": "DRAM read (bytes)",
+    "dram_write_bytes": "DRAM written (bytes)",
+    "l2_read_sectors": "L2 sectors read (32 B)",
 }
 """Raw column name -> header with its unit."""
 
@@ -102,4 +105,6 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
     out = out.rename(columns=COLUMNS).rename_axis(columns=None)
     for name in out.columns:
         out[name] = _format(out[name], _kind(str(name)), digits)
+    if out.index.nlevels == 1 and out.index.name:  # one header row: the index's name at its left
+        out = out.rename_axis(index=None, columns=out.index.name)
     return out

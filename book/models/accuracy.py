@@ -92,12 +92,21 @@ def error_vs_k(specs, Ks, M: int, N: int, kinds=tuple(KINDS), fmad=(True, False)
     return df
 
 
+KIND_NAMES = {"positive": "inputs in [0, 1)", "mixed": "inputs in [-1, 1)"}
+FMAD_NAMES = {"True": "FMA", "False": "no FMA", "exact": "", "library": "library"}
+
+
 def error_table(df: pd.DataFrame, column: str = "rel_error") -> pd.DataFrame:
-    """Kernels (rows) x K (columns) of one error column, one block per (kind, FMA contraction)."""
-    table = df.pivot_table(index=["kind", "fmad", "kernel"], columns="K", values=column,
-                           sort=False)
-    table.columns = [f"K={k}" for k in table.columns]
-    return table
+    """Kernels (rows, by label, with their build where some ran without FMA) x K (columns) of one
+    error column, one block of rows per input kind, formatted to two significant digits."""
+    from ..harness.tables import significant
+    both = "False" in set(df.fmad)  # the builds differ only where some ran without FMA
+    d = df.assign(kind=df.kind.map(KIND_NAMES).fillna(df.kind),
+                  label=[f"{lab} ({FMAD_NAMES.get(f, f)})" if both and FMAD_NAMES.get(f, f) else lab
+                         for lab, f in zip(df.label, df.fmad)])
+    table = d.pivot_table(index=["kind", "label"], columns="K", values=column, sort=False)
+    table.columns = [f"K = {k}" for k in table.columns]
+    return table.rename_axis(["inputs", "kernel (build)"]).map(lambda e: significant(e, 2))
 
 
 def growth(df: pd.DataFrame, kernel: str, kind: str, fmad: str = "True") -> float:
