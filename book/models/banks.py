@@ -87,7 +87,7 @@ def bank_picture(tile: int = 32):
 def stride_sweep(strides=range(1, 34), iters: int | None = None) -> pd.DataFrame:
     """Time :file:`05_bank_conflicts.cu`'s ``smem_stride`` for each stride, beside the model.
 
-    On a GPU: 8 blocks of 1024 threads per SM, CUDA-event medians; ``cycles`` is time x the
+    On a GPU: a grid of 8 blocks of 1024 threads per SM (two resident at a time), CUDA-event medians; ``cycles`` is time x the
     device's clock rate / warp accesses per SM (approximate: the clock may boost). On the CPU
     emulator it runs a tiny launch and the times mean nothing.
     """
