@@ -58,6 +58,13 @@ STREAMK_CONFIGS = ("128x256", "128x128", "64x128/3s")
 of these three gave the fastest stream-K plan on 13 of the 14 suite shapes (at 1024^3 it was
 64x64, at 83% of cuBLAS against 91% for the best plan); the other seven cost tuning time only."""
 
+LAYOUTS = ("nn", "tn", "nt", "tt")
+"""How A and B reach ``sgemm``: 'n', rows of the matrix in memory (C-contiguous, or the rows of a
+wider array); 't', its columns (the transpose of such an array, ``X.T``: F-contiguous). The
+first letter is A's, the second B's, as BLAS names them."""
+LAYOUT_LABELS = {"nn": "", "tn": ", A transposed", "nt": ", B transposed",
+                 "tt": ", A and B transposed"}
+
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
 """Split-K counts the tuner tries where a shape has too few tiles of C to fill the GPU."""
 
@@ -86,25 +93,33 @@ class Plan:
     splits: int = 1
     pad_b: bool = False
     streamk: bool = False
+    layout: str = "nn"
     chapter = 9
 
     def __post_init__(self):
         if self.streamk and self.splits != 1:
             raise ValueError(f"a plan is split-K or stream-K, not both (splits={self.splits})")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout {self.layout!r}: one of {', '.join(LAYOUTS)}")
+        if self.layout != "nn" and self.config == FALLBACK:
+            raise ValueError(f"{FALLBACK} reads row-major A and B only (layout 'nn')")
+        if self.pad_b and self.layout[1] == "t":
+            raise ValueError("a transposed B is read one float at a time: nothing to pad")
 
     @property
     def spec(self) -> KernelSpec:
-        return _spec(self.config)
+        return _spec(self.config, self.layout)
 
     @property
     def id(self) -> str:
         return (f"sgemm_{self.config}_" + ("sk" if self.streamk else f"k{self.splits}")
-                + ("_padb" if self.pad_b else ""))
+                + ("_padb" if self.pad_b else "") + ("" if self.layout == "nn" else f"_{self.layout}"))
 
     @property
     def label(self) -> str:
         return (f"{self.config} tiles" + (f", split-K {self.splits}" if self.splits > 1 else "")
-                + (", stream-K" if self.streamk else "") + (", B padded" if self.pad_b else ""))
+                + (", stream-K" if self.streamk else "") + (", B padded" if self.pad_b else "")
+                + LAYOUT_LABELS[self.layout])
 
     @property
     def leading_dims(self) -> bool:
@@ -121,61 +136,78 @@ class Plan:
             return self.spec.builds()
         entries = (("matmul_tiles", "matmul_streamk", "streamk_fixup") if self.streamk
                    else ("matmul_splitk",) if self.splits > 1 else ("matmul_async",))
-        if self.pad_b:  # B's copy has rows of 4 * ceil(N / 4) floats: the _ld entries
+        if self.pad_b or self.layout != "nn":  # rows of other lengths than K and N: _ld entries
             entries = tuple(e if e == "streamk_fixup" else e + "_ld" for e in entries)
-        return ([b for e in entries for b in _entry(self.config, e).builds()]
+        return ([b for e in entries for b in _entry(self.config, e, self.layout).builds()]
                 + ([("09_splitk.cu", {}, ())] if self.splits > 1 else []))
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
         """C = A @ B with arrays as the registry's kernels take them: (M, >= K), (K, >= N),
-        (M, >= N), the rows of each array its leading dimension."""
+        (M, >= N), the rows of each array its leading dimension. A plan for transposed operands
+        runs on transposed copies of A and/or B, made on the first launch with these arrays and
+        kept while they are the ones passed (so that timing repeats time the kernels alone)."""
         why = self.spec.why_not_here()
         if why:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
-        self.run(A, B, C, M, N, K, *self.spec.row_lengths(A, B, C, M, N, K))
+        if self.layout == "nn":
+            self.run(A, B, C, M, N, K, *self.spec.row_lengths(A, B, C, M, N, K))
+            return
+        a, b = stored_operands(A, B, self.layout)
+        self.run(a, b, C, M, N, K, a.shape[1], b.shape[1], C.shape[1])
 
     def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
-            shares: int | None = None) -> None:
+            shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
         """Launch on arrays whose rows are lda, ldb, ldc floats apart (on the GPU they may be
-        views into wider arrays; on the CPU each array's shape[1] is its leading dimension).
+        views into wider arrays; on the CPU each array's shape[1] is its leading dimension);
+        A and B as their layout stores them (a transposed A: K rows of lda >= M floats).
         The caller has checked them. ``shares``: stream-K's count of blocks that share the
-        tiles left after the whole waves (default: as many as the GPU runs at once)."""
+        tiles left after the whole waves (default: as many as the GPU runs at once).
+        ``alpha``, ``beta``: C = alpha A B + beta C (C is not read where beta is 0), in the
+        split-K sum, or for other plans by that sum's kernel over one slice, C = A B written
+        to a scratch matrix first: M N floats written and read once more."""
+        if (alpha, beta) != (1.0, 0.0):
+            if self.streamk or _launches(self, M, N, K, lda, ldb, ldc)[3]:  # it writes C itself
+                work = _workspace(M * N, slot=1)
+                tmp = work.reshape(M, N) if BACKEND == "gpu" else xp.empty((M, N), xp.float32)
+                self.run(A, B, tmp, M, N, K, lda, ldb, N, shares)
+                _epilogue(tmp if BACKEND != "gpu" else work, C, M, N, ldc, 1, alpha, beta)
+                return
         if self.pad_b and (ldb % 4 or _address(B) % 16):
             B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
         if self.streamk:
             self._streamk(A, B, C, M, N, K, lda, ldb, ldc, shares)
             return
-        kernel, grid, sizes, reduction = _launches(self, M, N, K, lda, ldb, ldc)
-        A, B, C = _arg(A), _arg(B), _arg(C)
-        if reduction is None:
-            kernel(grid, (A, B, C, *sizes))
+        kernel, grid, sizes, whole = _launches(self, M, N, K, lda, ldb, ldc)
+        A, B = _arg(A), _arg(B)
+        if whole:
+            kernel(grid, (A, B, _arg(C), *sizes))
             return
-        reduce_grid, reduce_sizes = reduction
-        work = _arg(_workspace(grid[2] * M * N))
-        kernel(grid, (A, B, work, *sizes))
-        _reducer()(reduce_grid, (256,), (work, C, *reduce_sizes))
+        work = _workspace(grid[2] * M * N)
+        kernel(grid, (A, B, _arg(work), *sizes))
+        _epilogue(work, C, M, N, ldc, grid[2], alpha, beta)
 
     def _streamk(self, A, B, C, M, N, K, lda, ldb, ldc, shares):
         """Stream-K: one block per tile for the whole waves, then ``shares`` blocks over equal
         shares of the steps of the tiles left; then the fix-up that adds the pieces."""
         tile_m, tile_n = self.spec.tile
         tiles, steps = ceil_div(M, tile_m) * ceil_div(N, tile_n), ceil_div(K, _BK[self.config])
-        shares = min(tiles * steps, shares or _resident_blocks(self.config))
+        shares = min(tiles * steps, shares or _resident_blocks(self.config, self.layout))
         whole = tiles // shares * shares
-        contiguous = (lda, ldb, ldc) == (K, N, N)
+        contiguous = self.layout == "nn" and (lda, ldb, ldc) == (K, N, N)
         sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb, ldc))
         ld = "" if contiguous else "_ld"
         if whole:
-            _kernel(self.config, "matmul_tiles" + ld)((whole,), (_arg(A), _arg(B), _arg(C), *sizes))
+            _kernel(self.config, "matmul_tiles" + ld, self.layout)(
+                (whole,), (_arg(A), _arg(B), _arg(C), *sizes))
         if whole == tiles:
             return
         work_area = _arg(_workspace(2 * shares * tile_m * tile_n))
-        _kernel(self.config, "matmul_streamk" + ld)(
+        _kernel(self.config, "matmul_streamk" + ld, self.layout)(
             (shares,), (_arg(A), _arg(B), _arg(C), work_area, *sizes, *_ints(shares)))
         parts = tile_m * tile_n // (16 * self.spec.block[0])  # FIXUP_FLOATS per part
-        sizes = _ints(M, N, K, ldb, ldc, shares)  # shares > 1 here: one share takes every tile
-        _kernel(self.config, "streamk_fixup")((shares - 1, parts),
-                                              (work_area, _arg(C), _arg(B), *sizes))
+        sizes = _ints(M, N, K, lda, ldb, ldc, shares)  # shares > 1 here: one takes every tile
+        _kernel(self.config, "streamk_fixup", self.layout)(
+            (shares - 1, parts), (work_area, _arg(C), _arg(A), _arg(B), *sizes))
 
 
 STREAMK_CPU_BLOCKS = 5
@@ -184,13 +216,13 @@ tests' small shapes still split tiles among blocks."""
 
 
 @lru_cache(maxsize=None)
-def _resident_blocks(config: str) -> int:
+def _resident_blocks(config: str, layout: str = "nn") -> int:
     """Stream-K blocks of a configuration that the GPU runs at once: SMs x the driver's blocks
     per SM for the stream-K entry (its loops hold more registers than matmul_async)."""
     if BACKEND != "gpu":
         return STREAMK_CPU_BLOCKS
     from .harness.device import device_report
-    spec = _entry(config, "matmul_streamk")
+    spec = _entry(config, "matmul_streamk", layout)
     fn = _unchecked(spec.kernel())
     per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
         getattr(fn, "kernel", fn).ptr, spec.block[0], spec.shared_mem(0))
@@ -200,23 +232,23 @@ def _resident_blocks(config: str) -> int:
 @lru_cache(maxsize=4096)
 def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
     """What ``plan.run`` launches for one shape, worked out once: the kernel, its grid (the
-    split-K slices along z) and integer arguments, and for split-K the reduction's grid and
-    arguments (else None)."""
+    split-K slices along z), its integer arguments, and whether it writes C itself (else
+    split-K's sum does, ``_epilogue``)."""
     if plan.config == FALLBACK:  # contiguous arrays only (sgemm copies views first)
-        return _kernel(FALLBACK, ""), _spec(FALLBACK).grid(M, N), _ints(M, N, K), None
+        return _kernel(FALLBACK, ""), _spec(FALLBACK).grid(M, N), _ints(M, N, K), True
     tiles = ceil_div(K, _BK[plan.config])
     splits = ceil_div(tiles, ceil_div(tiles, min(plan.splits, tiles)))  # no empty slice
     grid = (*_spec(plan.config).grid(M, N), splits)
+    nn = plan.layout == "nn"
     if splits == 1:
-        contiguous = (lda, ldb, ldc) == (K, N, N)
+        contiguous = nn and (lda, ldb, ldc) == (K, N, N)
         sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb, ldc))
-        kernel = _kernel(plan.config, "matmul_async" + ("" if contiguous else "_ld"))
-        return kernel, grid, sizes, None
-    contiguous = (lda, ldb) == (K, N)  # the slices go to a contiguous workspace
+        kernel = _kernel(plan.config, "matmul_async" + ("" if contiguous else "_ld"), plan.layout)
+        return kernel, grid, sizes, True
+    contiguous = nn and (lda, ldb) == (K, N)  # the slices go to a contiguous workspace
     sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb))
-    reduction = (min(ceil_div(M * N, 256), 4096),), _ints(M, N, ldc, splits)
-    kernel = _kernel(plan.config, "matmul_splitk" + ("" if contiguous else "_ld"))
-    return kernel, grid, sizes, reduction
+    kernel = _kernel(plan.config, "matmul_splitk" + ("" if contiguous else "_ld"), plan.layout)
+    return kernel, grid, sizes, None
 
 
 def _ints(*values):
@@ -243,18 +275,26 @@ def _aligned_copy(B, K: int, N: int):
 _WORK: dict = {}
 
 
-def _workspace(size: int):
-    """The split-K workspace of the current stream, grown as needed and kept: a launch then
-    allocates nothing. Calls on one stream run in order, so they can share it."""
-    key = xp.cuda.get_current_stream().ptr if BACKEND == "gpu" else 0
+def _workspace(size: int, slot: int = 0):
+    """A workspace of the current stream, grown as needed and kept: a launch then allocates
+    nothing. Calls on one stream run in order, so they can share it. Slot 0: split-K's slices
+    and stream-K's pieces; slot 1: A B before alpha and beta are applied."""
+    key = (xp.cuda.get_current_stream().ptr if BACKEND == "gpu" else 0, slot)
     work = _WORK.get(key)
     if work is None or work.size < size:
         work = _WORK[key] = xp.empty(size, dtype=xp.float32)
     return work[:size]
 
 
+def _epilogue(work, C, M: int, N: int, ldc: int, splits: int, alpha: float, beta: float) -> None:
+    """C = alpha (the sum of the ``splits`` M x N slices of ``work``) + beta C (09_splitk.cu)."""
+    grid = (min(ceil_div(M * N, 256), 4096),)
+    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(M, N, ldc, splits),
+                              np.float32(alpha), np.float32(beta)))
+
+
 @lru_cache(maxsize=None)
-def _kernel(config: str, entry: str):
+def _kernel(config: str, entry: str, layout: str = "nn"):
     """Launch function of an entry of a configuration's compiled module (09_sgemm.cu), built
     once: ``launch(grid, args)``. The entries: chapter 8's ``matmul_async``, ``matmul_splitk``
     (slices of K into a workspace in place of C), and stream-K's ``matmul_tiles`` (the whole
@@ -264,7 +304,7 @@ def _kernel(config: str, entry: str):
     entry (``entry`` ""). On the GPU the function is CuPy's own, without the launch API's
     per-call checks (the callers have checked the arguments), so a call costs no host work beyond
     the launch itself. Called only where the device can run it."""
-    spec = _entry(config, entry)
+    spec = _entry(config, entry, layout)
     fn = _unchecked(spec.kernel())
     shared = 0 if entry == "streamk_fixup" else spec.shared_mem(0)
     return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
@@ -277,20 +317,24 @@ def _unchecked(kernel):
 
 
 @lru_cache(maxsize=None)
-def _spec(config: str) -> KernelSpec:
-    """The kernel of a configuration (09_sgemm.cu's entry with leading dimensions)."""
+def _spec(config: str, layout: str = "nn") -> KernelSpec:
+    """The kernel of a configuration (09_sgemm.cu's entry with leading dimensions), for A and B
+    as ``layout`` stores them (08_async.cu's TRANS_A and TRANS_B)."""
     if config == FALLBACK:
         return warptile()
-    spec = async_tile(**CONFIGS[config])
-    return dataclasses.replace(spec, id="sgemm_" + spec.id, source="09_sgemm.cu",
-                               name="matmul_async_ld", leading_dims=True)
+    trans = {} if layout == "nn" else {"TRANS_A": int(layout[0] == "t"),
+                                       "TRANS_B": int(layout[1] == "t"),
+                                       "PADB": 4 if layout[1] == "t" else 0}
+    spec = async_tile(**CONFIGS[config], **trans)
+    return dataclasses.replace(spec, id="sgemm_" + spec.id + ("" if layout == "nn" else "_" + layout),
+                               source="09_sgemm.cu", name="matmul_async_ld", leading_dims=True)
 
 
-def _entry(config: str, entry: str) -> KernelSpec:
+def _entry(config: str, entry: str, layout: str = "nn") -> KernelSpec:
     """The kernel of one entry of a configuration. On a GPU each entry is its own build
     (-DONE_ENTRY -DENTRY_<entry>: 09_sgemm.cu compiles that kernel alone, in seconds); on the
     CPU emulator every entry comes from one build of the whole file. The fallback: its one entry."""
-    spec = _spec(config)
+    spec = _spec(config, layout)
     if config == FALLBACK:
         return spec
     alone = (("ONE_ENTRY", 1), (f"ENTRY_{entry}", 1)) if BACKEND == "gpu" else ()
@@ -303,49 +347,54 @@ def _reducer():
     return _unchecked(load_kernel("09_splitk.cu", "splitk_reduce"))
 
 
-DEFAULT = Plan("128x256")
 FALLBACK = "warptile"
 """Below compute capability 8.0 (no cp.async): chapter 8's double-buffered warp-tile kernel."""
+DEFAULT = Plan("128x256")
 _BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
 
 
 def plan_by_id(plan_id: str) -> Plan:
     """The plan whose id is ``plan_id``: ``sgemm_<config>_k<splits>``, or ``sgemm_<config>_sk``
-    for stream-K, ``_padb`` at the end where B is padded (the ids in results files)."""
-    m = re.fullmatch(r"sgemm_(.+)_(?:k(\d+)|(sk))(_padb)?", plan_id)
+    for stream-K, ``_padb`` after it where B is padded, then ``_tn``, ``_nt`` or ``_tt`` for
+    transposed operands (the ids in results files)."""
+    m = re.fullmatch(r"sgemm_(.+)_(?:k(\d+)|(sk))(_padb)?(?:_(tn|nt|tt))?", plan_id)
     if (not m or (m.group(1) not in CONFIGS and m.group(1) != FALLBACK)
             or (m.group(2) and int(m.group(2)) < 1)):
         raise KeyError(f"no book.sgemm plan {plan_id!r}: plan ids are sgemm_<config>_k<splits> "
                        f"or sgemm_<config>_sk with an optional _padb, the configurations "
                        f"{', '.join(CONFIGS)} and {FALLBACK}")
-    return Plan(m.group(1), int(m.group(2) or 1), bool(m.group(4)), bool(m.group(3)))
+    return Plan(m.group(1), int(m.group(2) or 1), bool(m.group(4)), bool(m.group(3)),
+                m.group(5) or "nn")
 
 
 def sanitizer_plans() -> list[Plan]:
     """The plans ``python -m book.profile.sanitize`` runs: every configuration with and without
     split-K, with stream-K, B padded, and the fallback."""
+    transposed = [Plan(c, s, layout=lay) for c in ("128x256", "64x64") for s in (1, 3)
+                  for lay in LAYOUTS[1:]] + [Plan("128x128", streamk=True, layout="tt")]
     return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan(c, streamk=True) for c in CONFIGS]
-            + [Plan("64x128", 1, True)] + [Plan(FALLBACK)])
+            + [Plan("64x128", 1, True)] + transposed + [Plan(FALLBACK)])
 
 
-def candidates(M: int, N: int, K: int, sms: int = 132, configs=None) -> list[Plan]:
+def candidates(M: int, N: int, K: int, sms: int = 132, configs=None,
+               layout: str = "nn") -> list[Plan]:
     """The plans the tuner tries for one shape: every configuration (or those of ``configs``)
     without split-K, those of STREAMK_CONFIGS with stream-K, and split-K for configurations whose
     tiles of C are fewer than two waves of ``sms`` blocks; where N is not a multiple of 4, each of
-    them with B copied into aligned rows as well. Below compute capability 8.0 (no cp.async):
-    the fallback alone."""
+    them with B copied into aligned rows as well (B as is only), for operands in ``layout``.
+    Below compute capability 8.0 (no cp.async): the fallback alone."""
     if DEFAULT.why_not_here():
         return [Plan(FALLBACK)]
     plans = []
-    pads = (False, True) if N % 4 else (False,)
+    pads = (False, True) if N % 4 and layout[1] == "n" else (False,)
     for name in configs or CONFIGS:
         blocks = math.prod(_spec(name).grid(M, N))
         k_tiles = ceil_div(K, _BK[name])
         for s in SPLITS:
             if s == 1 or (blocks < 2 * sms and s <= k_tiles // 4 and s * M * N * 4 <= 2 << 30):
-                plans += [Plan(name, s, pad) for pad in pads]
+                plans += [Plan(name, s, pad, layout=layout) for pad in pads]
         if name in STREAMK_CONFIGS:
-            plans += [Plan(name, 1, pad, streamk=True) for pad in pads]
+            plans += [Plan(name, 1, pad, streamk=True, layout=layout) for pad in pads]
     return plans
 
 
@@ -388,11 +437,13 @@ def plan_for(M: int, N: int, K: int) -> Plan:
     return _plan(row)
 
 
-def sgemm(A, B, out=None):
-    """C = A @ B in float32 with the book's kernels: any M, N, K >= 1, arrays of this backend.
-    Each of A, B and ``out`` may be C-contiguous or the rows of a wider array (``X[:, :n]`` of a
-    C-contiguous X: adjacent floats along a row, rows a leading dimension apart, as in BLAS).
-    Writes into ``out`` (M x N) when given and returns C."""
+def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
+    """C = alpha A @ B + beta C in float32 with the book's kernels: any M, N, K >= 1, arrays of
+    this backend. Each of A, B and ``out`` may be C-contiguous, the rows of a wider array
+    (``X[:, :n]`` of a C-contiguous X: adjacent floats along a row, rows a leading dimension
+    apart, as in BLAS), or the transpose of either (``X.T``, F-contiguous): read as they are,
+    without a copy. Writes into ``out`` (M x N) when given and returns C; ``beta`` other than 0
+    needs ``out`` (where beta is 0, out is only written: NaN there does not reach C)."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
@@ -403,38 +454,74 @@ def sgemm(A, B, out=None):
     if K2 != K or 0 in (M, N, K):
         raise LaunchError(f"sgemm: A is {M} x {K} and B is {K2} x {N}; need A's columns = B's "
                           "rows and every size >= 1")
+    alpha, beta = float(alpha), float(beta)
     if out is None:
+        if beta != 0.0:
+            raise LaunchError(f"sgemm: beta = {beta} adds beta * out to the product: pass out")
         out = xp.empty((M, N), dtype=xp.float32)
     elif out.shape != (M, N):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
-    lds = (_leading_dimension(A, "A"), _leading_dimension(B, "B"), _leading_dimension(out, "out"))
+    (a, ta, lda), (b, tb, ldb) = _operand(A, "A"), _operand(B, "B")
+    c, tc, ldc = _operand(out, "out")
+    if tc:  # out stores C's columns as rows: compute C^T = B^T A^T into them
+        (a, ta, lda), (b, tb, ldb), M, N = (b, not tb, ldb), (a, not ta, lda), N, M
     plan = plan_for(M, N, K)
-    if BACKEND == "gpu" and plan.config != FALLBACK:
-        plan.run(A, B, out, M, N, K, *lds)  # views as they are: the kernel takes their strides
-        return out
-    # The emulator copies whole arrays, and the fallback kernel takes no leading dimensions:
-    # give them arrays whose shape[1] is the leading dimension (copies where they are views).
     if plan.config == FALLBACK:
-        lds = (K, N, N)
-    a, b, c = (_whole(x, ld) for x, ld in zip((A, B, out), lds))
-    plan.run(a, b, c, M, N, K, *lds)
-    if c is not out:
-        out[...] = c[:, :N]
+        _fallback(plan, A, B, out, alpha, beta)
+        return out
+    layout = "tn"[not ta] + "tn"[not tb]
+    plan = dataclasses.replace(plan, layout=layout, pad_b=plan.pad_b and layout[1] == "n")
+    if BACKEND == "gpu":
+        plan.run(a, b, c, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)  # views as they are
+        return out
+    # The emulator copies whole arrays: give it arrays whose shape[1] is the leading dimension
+    # (copies where they are views), and copy C back.
+    whole = _whole(c, ldc)
+    plan.run(_whole(a, lda), _whole(b, ldb), whole, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)
+    if whole is not c:
+        c[...] = whole[:, :c.shape[1]]
     return out
 
 
-def _leading_dimension(x, name: str) -> int:
-    """Floats from one row of x to the next; refuses layouts the kernels cannot read."""
+def _fallback(plan: Plan, A, B, out, alpha: float, beta: float) -> None:
+    """Below compute capability 8.0: chapter 8's warp-tile kernel on C-contiguous copies (where
+    A, B or out are not C-contiguous), alpha and beta applied after it."""
+    (M, K), N = A.shape, B.shape[1]
+    a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
+    direct = out.flags.c_contiguous and (alpha, beta) == (1.0, 0.0)
+    c = out if direct else xp.empty((M, N), dtype=xp.float32)
+    plan.run(a, b, c, M, N, K, K, N, N)
+    if not direct:
+        out[...] = alpha * c + (beta * out if beta != 0.0 else 0.0)
+
+
+def _operand(x, name: str) -> tuple:
+    """(the array as it lies in memory, row-major; whether that is x's transpose; its leading
+    dimension): x itself where its rows lie in memory (C-contiguous or rows of a wider array),
+    x.T where its columns do. Refuses layouts the kernels cannot read, naming the strides."""
+    if _row_major(x):
+        return x, False, _leading_dimension(x)
+    if _row_major(x.T):
+        return x.T, True, _leading_dimension(x.T)
+    rows, cols = x.shape
+    raise LaunchError(f"sgemm: {name} has strides {x.strides} (bytes): its floats must be adjacent "
+                      f"along each row, rows at least {cols} floats apart, in order (like "
+                      f"X[:, :{cols}] of a C-contiguous X), or adjacent along each column, columns "
+                      f"at least {rows} floats apart (like its transpose, X.T); else pass "
+                      "xp.ascontiguousarray of it")
+
+
+def _row_major(x) -> bool:
     rows, cols = x.shape
     step, along = x.strides
-    if (along == 4 and step == 4 * cols) or x.flags.c_contiguous:
-        return cols
-    if (cols > 1 and along != 4) or step <= 0 or step % 4 or step // 4 < cols:
-        raise LaunchError(f"sgemm: {name} has strides {x.strides} (bytes): its floats must be "
-                          f"adjacent along each row and its rows at least {cols} floats apart, "
-                          f"in order, like X[:, :{cols}] of a C-contiguous X (else pass "
-                          "xp.ascontiguousarray of it)")
-    return step // 4
+    return x.flags.c_contiguous or ((along == 4 or cols == 1) and step > 0 and step % 4 == 0
+                                    and step // 4 >= cols)
+
+
+def _leading_dimension(x) -> int:
+    """Floats from one row of a row-major x to the next."""
+    rows, cols = x.shape
+    return cols if x.flags.c_contiguous or rows == 1 else x.strides[0] // 4
 
 
 def _whole(x, ld: int):
@@ -444,6 +531,30 @@ def _whole(x, ld: int):
     whole = xp.full((x.shape[0], ld), xp.nan, dtype=xp.float32)
     whole[:, :x.shape[1]] = x
     return whole
+
+
+_STORED: dict = {}
+
+
+def stored_operands(A, B, layout: str):
+    """A and B (C-contiguous) as ``layout`` stores them: a transposed operand as the row-major
+    array of its transpose (C-contiguous, K x M for A). The copies are kept for as long as the
+    same arrays are passed (held here, so that a new array is never mistaken for an old one)."""
+    key = (layout, id(A), id(B))
+    if _STORED.get("key") != key:
+        _STORED.clear()
+        t = (xp.ascontiguousarray(A.T) if layout[0] == "t" else A,
+             xp.ascontiguousarray(B.T) if layout[1] == "t" else B)
+        _STORED.update(key=key, held=(A, B), stored=t)
+    return _STORED["stored"]
+
+
+def logical_operands(A, B, layout: str):
+    """A and B (C-contiguous) as a caller in ``layout`` hands them over: the transpose of the
+    stored array (``X.T``, F-contiguous) where the layout says 't' -- what ``sgemm`` and
+    cupy.matmul are given when layouts are timed."""
+    a, b = stored_operands(A, B, layout)
+    return (a.T if layout[0] == "t" else a), (b.T if layout[1] == "t" else b)
 
 
 class BookSgemm:

@@ -237,7 +237,7 @@ def async_tile(**changes) -> KernelSpec:
              f"({d['BM']}x{d['BN']}x{d['BK']}, warp {d['WM']}x{d['WN']}{', no pad' if not d['PAD'] else ''})")
     return KernelSpec(f"async_{name}", label, 8, "08_async.cu", "matmul_async", (d["THREADS"], 1),
                       (d["BM"], d["BN"]), defines=tuple(d.items()),
-                      stage_bytes=d["STAGES"] * d["BK"] * (d["BM"] + d["PAD"] + d["BN"]) * 4,
+                      stage_bytes=d["STAGES"] * d["BK"] * (d["BM"] + d["PAD"] + d["BN"] + d.get("PADB", 0)) * 4,
                       min_cc=(8, 0), needs="cp.async")
 
 

@@ -18,6 +18,50 @@ def test_every_plan_is_right_on_odd_shapes(config):
     assert (table == "ok").all().all(), table.to_string()
 
 
+@pytest.mark.parametrize("layout", S.LAYOUTS[1:])
+def test_every_kind_of_plan_reads_transposed_operands(layout):
+    """TRANS_A / TRANS_B builds of 08_async.cu, through Plan.launch (transposed copies made
+    once per pair of inputs), on odd shapes: whole tiles, split-K, stream-K, two tile shapes."""
+    plans = ([S.Plan(c, s, layout=layout) for c in ("64x64", "128x256") for s in (1, 3)]
+             + [S.Plan("64x128", streamk=True, layout=layout)])
+    table = check_kernels(plans, ODD)
+    assert (table == "ok").all().all(), table.to_string()
+
+
+def _as_layout(x, transposed: bool):
+    """x on this backend: C-contiguous, or the transpose of a C-contiguous copy of x.T."""
+    return to_device(np.ascontiguousarray(x.T).copy()).T if transposed else to_device(x.copy())
+
+
+@pytest.mark.parametrize("plan", [S.Plan("64x64"), S.Plan("64x64", 3), S.Plan("128x128", streamk=True)])
+@pytest.mark.parametrize("layout", S.LAYOUTS)
+@pytest.mark.parametrize("out_layout", "nt")
+def test_sgemm_takes_transposed_views_without_a_copy_and_alpha_beta(plan, layout, out_layout,
+                                                                   monkeypatch):
+    """A and B C- or F-contiguous (X.T), out too (C^T = B^T A^T is computed then); C = alpha A B
+    + beta C; where beta is 0, NaN in out does not reach C (out is written, not read)."""
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K: plan)
+    M, N, K = 37, 30, 41
+    a, b = random_inputs(M, N, K, seed=7)
+    c0 = np.random.default_rng(3).random((M, N)).astype(np.float32)
+    A, B = _as_layout(a, layout[0] == "t"), _as_layout(b, layout[1] == "t")
+    ref = a.astype(np.float64) @ b
+    out = _as_layout(np.full((M, N), np.nan, np.float32), out_layout == "t")
+    assert relative_error(to_host(S.sgemm(A, B, out=out)), ref) < TOLERANCE
+    out = _as_layout(c0, out_layout == "t")
+    S.sgemm(A, B, out=out, alpha=0.5, beta=-2.0)
+    assert relative_error(to_host(out), 0.5 * ref - 2.0 * c0) < TOLERANCE
+    out = _as_layout(np.full((M, N), np.nan, np.float32), out_layout == "t")
+    S.sgemm(A, B, out=out, alpha=3.0)
+    assert relative_error(to_host(out), 3.0 * ref) < TOLERANCE
+
+
+def test_beta_needs_out():
+    a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
+    with pytest.raises(LaunchError, match=r"beta = 1.0 adds beta \* out to the product: pass out"):
+        S.sgemm(a, b, beta=1.0)
+
+
 def test_split_k_never_leaves_a_slice_of_k_empty():
     """K = 40 has 3 tiles of 16: 8 requested splits run as 3, and the sum is still right."""
     a, b = random_inputs(20, 24, 40, seed=2)
@@ -55,6 +99,8 @@ def test_sgemm_takes_any_shape_and_writes_into_out():
     (lambda a, b: (a, a), r"A is 8 x 5 and B is 8 x 5; need A's columns = B's rows"),
     (lambda a, b: (a.astype(xp.float64), b), r"A must be float32, got float64"),
     (lambda a, b: (a, b[:, ::2]), r"B has strides \(24, 8\) \(bytes\): its floats must be adjacent"),
+    (lambda a, b: (a, xp.zeros((10, 12), xp.float32)[::2, ::2]),
+     r"B has strides \(96, 8\) \(bytes\).*or adjacent along each column.*like its transpose, X.T"),
     (lambda a, b: (a, b[::-1]), r"B has strides \(-24, 4\).*rows at least 6 floats apart, in order"),
     (lambda a, b: (a, np.zeros((5, 3))) if xp is not np else (a, [[1.0]]), r"B must be a 2-D"),
 ])
@@ -151,7 +197,8 @@ def test_below_compute_capability_8_the_fallback_plan_runs(monkeypatch):
 def test_plan_ids_name_their_plans_for_the_profiling_tools():
     """Results files and the tools (ncu, compute-sanitizer) name plans by id; each id maps back."""
     from book.profile import find
-    plans = S.sanitizer_plans() + S.candidates(1024, 1024, 16384) + S.candidates(100, 97, 100)
+    plans = (S.sanitizer_plans() + S.candidates(1024, 1024, 16384) + S.candidates(100, 97, 100)
+             + S.candidates(100, 97, 100, layout="nt"))
     assert all(S.plan_by_id(p.id) == p and find(p.id) == p for p in plans)
     assert find("naive16").id == "naive16"
     with pytest.raises(KeyError, match=r"no book.sgemm plan 'sgemm_96x96_k1': plan ids are"):

@@ -14,6 +14,21 @@
 // Expected bottleneck: FMA issue, and the LDS bandwidth of the fragments it reads.
 // Launch: block (THREADS, 1), grid (CEIL_DIV(N, BN), CEIL_DIV(M, BM)), STAGES_BYTES of dynamic
 //   shared memory; any M, N, K.
+// Transposed operands (chapter 9's book.sgemm): with TRANS_A = 1, element (m, k) of A is at
+//   A[k * lda + m] (A handed over as the transpose of a row-major K x M array, X.T in NumPy);
+//   with TRANS_B = 1, element (k, n) of B is at B[n * ldb + k]. Only the copies into shared memory
+//   change: an operand whose rows run along k is copied one float at a time into its k-major
+//   tile (as A always was), one whose rows run along m or n in 16-byte pieces (as B always was).
+//   A transposed B tile is padded (PADB) as A's is, against bank conflicts of those copies.
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+#if TRANS_B && !defined(PADB)
+#define PADB 4
+#endif
 #include "warptile.cuh"
 
 #ifndef STAGES
@@ -22,38 +37,96 @@
 #ifndef MOVE_EDGES
 #define MOVE_EDGES 1  // 0: edge tiles stay in place and check every copy (chapter 9 times both)
 #endif
-#define A_COPIES (BM * BK / THREADS)      // floats of A each thread copies per tile
-#define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte pieces of B
-#define STAGES_BYTES (STAGES * BK * (BM + PAD + BN) * 4)  // dynamic shared memory
-#define A_STEP (THREADS / BK)              // rows between a thread's floats of A
-#define B_STEP (THREADS / (BN / 4))        // rows between its pieces of B
+#define STAGES_BYTES (STAGES * BK * (BM + PAD + BN + PADB) * 4)  // dynamic shared memory
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
-static_assert(A_COPIES >= 1 && B_COPIES >= 1 && A_COPIES * THREADS == BM * BK &&
-              B_COPIES * THREADS * 4 == BK * BN && THREADS % BK == 0 && THREADS % (BN / 4) == 0,
-              "every thread copies whole pieces of each tile, the same columns of every tile");
+
+// The copies of one operand's tile into its k-major shared tile S[BK][W + P] (W = BM for A,
+// BN for B), for k from k0. Every thread copies the same places of every tile.
+// Across: the operand's rows run along k (A as is, B transposed): element (r, k) of the tile is
+//   src[(r0 + r) * ld + k0 + k], one float per copy, consecutive threads along k (coalesced).
+//   `rows`: M or N, the rows there are.
+template <int W, int P>
+__device__ __forceinline__ void copy_across(float (*S)[W + P], const float* __restrict__ src,
+                                            int ld, int rows, int r0, int k0, int K, bool inner) {
+    static_assert((W * BK) % THREADS == 0 && THREADS % BK == 0, "whole floats per thread");
+    constexpr int STEP = THREADS / BK, COPIES = W * BK / THREADS;
+    const int r = threadIdx.x / BK, c = threadIdx.x % BK;
+    if (inner && k0 + BK <= K) {  // no bounds check (see tile_spot)
+        const float* p = src + (long long)(r0 + r) * ld + k0 + c;
+#pragma unroll
+        for (int l = 0; l < COPIES; ++l) copy4(&S[c][r + l * STEP], p + (long long)l * STEP * ld, true);
+        return;
+    }
+#pragma unroll
+    for (int l = 0; l < COPIES; ++l) {  // checked: src-size 0 writes zeros and reads nothing
+        const int row = r0 + r + l * STEP, k = k0 + c;
+        const bool inside = row < rows && k < K;
+        copy4(&S[c][r + l * STEP], inside ? src + (long long)row * ld + k : src, inside);
+    }
+}
+// Along: the operand's rows run along m or n (B as is, A transposed): element (k, c) of the tile
+//   is src[(k0 + k) * ld + c0 + c], in 16-byte pieces where the rows start on 16 bytes
+//   (`aligned`), else (checked copies only) one float at a time. `cols`: M or N.
+template <int W, int P>
+__device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __restrict__ src,
+                                           int ld, int cols, int c0, int k0, int K, bool inner,
+                                           bool aligned) {
+    static_assert((BK * W / 4) % THREADS == 0 && THREADS % (W / 4) == 0, "whole pieces per thread");
+    constexpr int STEP = THREADS / (W / 4), COPIES = BK * W / 4 / THREADS;
+    const int r = threadIdx.x / (W / 4), c = 4 * (threadIdx.x % (W / 4));
+    if (inner && k0 + BK <= K) {
+        const float* p = src + (long long)(k0 + r) * ld + c0 + c;
+#pragma unroll
+        for (int l = 0; l < COPIES; ++l) copy16_aligned(&S[r + l * STEP][c], p + (long long)l * STEP * ld);
+        return;
+    }
+#pragma unroll
+    for (int l = 0; l < COPIES; ++l) {
+        const int k = k0 + r + l * STEP, col = c0 + c;
+        float* dst = &S[r + l * STEP][c];
+        const float* row = src + (long long)(k < K ? k : 0) * ld;  // a valid address if outside
+        if (k < K && aligned && col + 3 < cols) {
+            copy16_aligned(dst, row + col);
+            continue;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const bool inside = k < K && col + j < cols;
+            copy4(dst + j, inside ? row + col + j : src, inside);
+        }
+    }
+}
 
 // Where a block works: on the tile of C in tile row tile_row and column tile_col (blockIdx.y and
 // blockIdx.x here, chapter 9's stream-K a tile index). That tile would start at
 // (tile_row * BM, tile_col * BN); at the bottom and right edges it sticks out of C. Where C holds
-// a whole tile (M >= BM and N >= BN), and B's rows start on 16-byte boundaries (ldb a multiple of
-// 4) as the 16-byte copies need, the edge tiles are moved back to end at the edge instead: every
-// copy of A and B then lies inside the matrices and needs no bounds check (B's rows are read in
-// whole 16-byte pieces, up to N rounded up to 4, which rows ldb apart hold). A moved tile
-// overlaps the one before it; it stores only its own rows and columns, from (row_from,
-// col_from). Otherwise (small or unaligned matrices) the tiles stay put and every copy is checked.
+// a whole tile, and the operands read in 16-byte pieces (B as is, A transposed) have rows that
+// start on 16-byte boundaries (ld a multiple of 4), the edge tiles are moved back to end at the
+// edge instead: every copy of A and B then lies inside the matrices and needs no bounds check (a
+// row read in whole 16-byte pieces is read up to its length rounded up to 4, which rows ld apart
+// hold). A moved tile overlaps the one before it; it stores only its own rows and columns, from
+// (row_from, col_from). Otherwise (small or unaligned matrices) the tiles stay put and every copy
+// is checked. With B transposed the last column of tiles stays put (B's rows past N are not
+// there to read), and its copies are checked.
 struct TileSpot {
     int m0, n0;              // the corner of the tile the block computes
     int row_from, col_from;  // the first row and column it stores
     bool inner;              // its copies need no bounds check (but k's in the last tile of K)
-    bool b16;                // B's rows start on 16-byte boundaries
+    bool a16, b16;           // A's and B's rows start on 16-byte boundaries
 };
-__device__ __forceinline__ TileSpot tile_spot(int tile_row, int tile_col, const float* B, int M,
-                                              int N, int ldb) {
-    const int m = tile_row * BM, n = tile_col * BN, wide = (N + 3) & ~3;
-    const bool b16 = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
-    if (!MOVE_EDGES) return {m, n, m, n, b16 && m + BM <= M && n + BN <= N, b16};
-    const bool inner = b16 && M >= BM && wide >= BN;
-    return {inner ? min(m, M - BM) : m, inner ? min(n, wide - BN) : n, m, n, inner, b16};
+__device__ __forceinline__ bool rows_on_16(const float* X, int ld) {
+    return (ld & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0;
+}
+__device__ __forceinline__ TileSpot tile_spot(int tile_row, int tile_col, const float* A,
+                                              const float* B, int M, int N, int lda, int ldb) {
+    const int m = tile_row * BM, n = tile_col * BN;
+    const bool a16 = rows_on_16(A, lda), b16 = rows_on_16(B, ldb);
+    const bool pieces_ok = (!TRANS_A || a16) && (TRANS_B || b16);  // the 16-byte copies may run
+    const int tall = TRANS_A ? (M + 3) & ~3 : M, wide = TRANS_B ? N : (N + 3) & ~3;
+    if (!MOVE_EDGES) return {m, n, m, n, pieces_ok && m + BM <= M && n + BN <= N, a16, b16};
+    const bool inner = pieces_ok && tall >= BM && (TRANS_B ? n + BN <= N : wide >= BN);
+    return {inner ? min(m, tall - BM) : m, inner && !TRANS_B ? min(n, wide - BN) : n, m, n, inner,
+            a16, b16};
 }
 
 // The main loop: acc += A B over the k tiles t0 .. t0 + tiles - 1 (k from t0 * BK), for the
@@ -65,49 +138,24 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
                                                  int tiles, WarpPlace place) {
     extern __shared__ __align__(16) float stages[];  // STAGES_BYTES: the A tiles, then the B tiles
     float(*As)[BK][BM + PAD] = reinterpret_cast<float(*)[BK][BM + PAD]>(stages);  // k-major A
-    float(*Bs)[BK][BN] = reinterpret_cast<float(*)[BK][BN]>(stages + STAGES * BK * (BM + PAD));
-    const int tid = threadIdx.x, m0 = at.m0, n0 = at.n0;
+    float(*Bs)[BK][BN + PADB] = reinterpret_cast<float(*)[BK][BN + PADB]>(stages + STAGES * BK * (BM + PAD));
+    const int m0 = at.m0, n0 = at.n0;
 
-    // This thread's pieces of every tile: A rows ra + l * A_STEP at column ca (k), B rows
-    // rb + l * B_STEP at columns cb .. cb + 3. Copied without bounds checks where the tile is
-    // inner (see tile_spot) and its k's lie inside K; otherwise every copy is checked (src-size 0
-    // writes zeros and reads nothing) -- the last tile of K, and all tiles of small or unaligned
-    // matrices.
-    const int ra = tid / BK, ca = tid % BK, rb = tid / (BN / 4), cb = 4 * (tid % (BN / 4));
+    // Each tile's copies (copy_across, copy_along): without bounds checks where the tile is inner
+    // (see tile_spot) and its k's lie inside K; otherwise every copy is checked -- the last tile
+    // of K, and all tiles of small or unaligned matrices.
     auto copy_tile = [&](int s, int t) {  // tile t (k from t * BK) into stage s
         const int k0 = t * BK;
-        if (at.inner && k0 + BK <= K) {
-            const float* a = A + (long long)(m0 + ra) * lda + k0 + ca;
-            const float* b = B + (long long)(k0 + rb) * ldb + n0 + cb;
-#pragma unroll
-            for (int l = 0; l < A_COPIES; ++l)
-                copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * lda, true);
-#pragma unroll
-            for (int l = 0; l < B_COPIES; ++l)
-                copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * ldb);
-            return;
-        }
-#pragma unroll
-        for (int l = 0; l < A_COPIES; ++l) {
-            const int r = m0 + ra + l * A_STEP, c = k0 + ca;
-            const bool inside = r < M && c < K;
-            copy4(&As[s][ca][ra + l * A_STEP], inside ? A + (long long)r * lda + c : A, inside);
-        }
-#pragma unroll
-        for (int l = 0; l < B_COPIES; ++l) {
-            const int r = k0 + rb + l * B_STEP, c = n0 + cb;
-            float* dst = &Bs[s][rb + l * B_STEP][cb];
-            const float* row = B + (long long)(r < K ? r : 0) * ldb;  // a valid address if outside
-            if (r < K && at.b16 && c + 3 < N) {
-                copy16_aligned(dst, row + c);
-                continue;
-            }
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const bool inside = r < K && c + j < N;
-                copy4(dst + j, inside ? row + c + j : B, inside);
-            }
-        }
+#if TRANS_A
+        copy_along<BM, PAD>(As[s], A, lda, M, m0, k0, K, at.inner, at.a16);
+#else
+        copy_across<BM, PAD>(As[s], A, lda, M, m0, k0, K, at.inner);
+#endif
+#if TRANS_B
+        copy_across<BN, PADB>(Bs[s], B, ldb, N, n0, k0, K, at.inner);
+#else
+        copy_along<BN, PADB>(Bs[s], B, ldb, N, n0, k0, K, at.inner, at.b16);
+#endif
     };
 #pragma unroll
     for (int t = 0; t < STAGES - 1; ++t) {  // fill all stages but one
@@ -146,7 +194,7 @@ __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
                                             int M, int N, int K, int lda, int ldb, int ldc,
                                             int tile_row, int tile_col) {
     const WarpPlace place = warp_place();
-    const TileSpot at = tile_spot(tile_row, tile_col, B, M, N, ldb);
+    const TileSpot at = tile_spot(tile_row, tile_col, A, B, M, N, lda, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
     warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);

@@ -47,7 +47,7 @@ __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
     const int all = CEIL_DIV(K, BK), per = CEIL_DIV(all, (int)gridDim.z);
     const int t0 = blockIdx.z * per, tiles = min(per, all - t0);
     const WarpPlace place = warp_place();
-    const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, B, M, N, ldb);
+    const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, A, B, M, N, lda, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     if (tiles > 0) async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, tiles, place);
     warp_tile_store(W + (long long)blockIdx.z * M * N, M, N, N, at.m0, at.n0, acc, place,
@@ -124,7 +124,7 @@ __device__ __forceinline__ void streamk_share(const float* __restrict__ A,
         const int i = (int)(g / sk.steps), t0 = (int)(g - (long long)i * sk.steps);
         const int n = (int)min((long long)(sk.steps - t0), end - g);
         const int tile = sk.first + i;
-        const TileSpot at = tile_spot(tile / sk.cols, tile % sk.cols, B, M, N, ldb);
+        const TileSpot at = tile_spot(tile / sk.cols, tile % sk.cols, A, B, M, N, lda, ldb);
         float acc[WMITER * TM][WNITER * TN] = {};
         async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, n, place);
         if (n == sk.steps)
@@ -158,14 +158,15 @@ matmul_streamk_ld(const float* __restrict__ A, const float* __restrict__ B, floa
 // q + 1 starts, if share q + 1 is the first to start inside it (else that tile is another
 // block's, or was stored whole), FIXUP_FLOATS of it per block (blockIdx.y: which part). Its
 // pieces are those of the shares q, q + 1, ... up to the last that starts inside the tile (but
-// empty ones), added in that order (so the result does not depend on timing). B and ldb only
-// tell where the tile lies (tile_spot).
+// empty ones), added in that order (so the result does not depend on timing). A, B, lda and
+// ldb only tell where the tile lies (tile_spot).
 #define FIXUP_FLOATS (THREADS * 16)  // 16 floats per thread: 4 float4s in registers
 static_assert((BM * BN) % FIXUP_FLOATS == 0, "the fix-up covers a tile in whole parts");
 #if !defined(ONE_ENTRY) || defined(ENTRY_streamk_fixup)
 extern "C" __global__ void __launch_bounds__(THREADS)
-streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* __restrict__ B,
-              int M, int N, int K, int ldb, int ldc, int shares) {
+streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* __restrict__ A,
+              const float* __restrict__ B, int M, int N, int K, int lda, int ldb, int ldc,
+              int shares) {
     const StreamK sk = streamk_layout(M, N, K, shares);
     const long long q = blockIdx.x, start = streamk_start(sk.work, q + 1, shares);
     const int i = (int)(start / sk.steps);
@@ -184,7 +185,8 @@ streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* _
             sum[j].x += v.x; sum[j].y += v.y; sum[j].z += v.z; sum[j].w += v.w;
         }
     }
-    const TileSpot at = tile_spot((sk.first + i) / sk.cols, (sk.first + i) % sk.cols, B, M, N, ldb);
+    const TileSpot at = tile_spot((sk.first + i) / sk.cols, (sk.first + i) % sk.cols, A, B, M, N,
+                                  lda, ldb);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         const int e = e0 + j * 4 * THREADS, row = at.m0 + e / BN, col = at.n0 + e % BN;

@@ -5,17 +5,22 @@
 //   workspace W (08_async.cu with gridDim.z = SPLITS); this kernel then adds the slices into C.
 // Cost: the workspace is written and read once, SPLITS * M * N floats each way -- small beside
 //   the 2 M N K FLOPs whenever K is large against SPLITS.
+// Also the epilogue of BLAS's C = alpha A B + beta C for every plan of book.sgemm (one slice:
+//   A B computed into W first); where beta is 0, C is written without being read (NaN there
+//   does not reach the result, as in BLAS).
 // Launch: any grid and block; every thread takes a grid-stride share of the M * N outputs. The
 //   slices of W are contiguous (M x N); C's rows are ldc floats apart.
 #include "common.cuh"
 
 extern "C" __global__ void splitk_reduce(const float* __restrict__ W, float* __restrict__ C,
-                                         int M, int N, int ldc, int splits) {
+                                         int M, int N, int ldc, int splits, float alpha,
+                                         float beta) {
     const long long total = (long long)M * N;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         float sum = 0.0f;
         for (int z = 0; z < splits; ++z) sum += W[z * total + i];
-        C[i / N * ldc + i % N] = sum;
+        float* c = C + i / N * ldc + i % N;
+        *c = beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
     }
 }

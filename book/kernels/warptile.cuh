@@ -7,7 +7,8 @@
 // a TM x TN piece of every sub-tile. A thread's TN values of B are then 4-float pieces WSUBN
 // apart instead of one run of TN floats, so the LDS.128s of a quarter-warp read adjacent 16-byte
 // pieces and never collide in banks; a warp's stores of C cover compact rows.
-// The shared tiles: As[BK][BM + PAD] holds A transposed (k-major), Bs[BK][BN] holds B as is.
+// The shared tiles: As[BK][BM + PAD] holds A transposed (k-major), Bs[BK][BN + PADB] holds B as
+// is (PADB 0 but where B arrives transposed: 08_async.cu's TRANS_B).
 #ifndef BOOK_WARPTILE_CUH
 #define BOOK_WARPTILE_CUH
 #include "common.cuh"
@@ -42,6 +43,9 @@
 #ifndef PAD
 #define PAD 4
 #endif
+#ifndef PADB
+#define PADB 0
+#endif
 #ifndef MINB
 #define MINB 1  // __launch_bounds__'s blocks per SM: 2 caps a 256-thread block at 128 registers
 #endif
@@ -53,7 +57,7 @@
 #define WSUBN (WN / WNITER)
 static_assert((BM / WM) * (BN / WN) * 32 == THREADS, "one warp per WM x WN region");
 static_assert(WMITER >= 1 && (WSUBM / TM) * (WSUBN / TN) == 32, "32 threads per sub-tile");
-static_assert(TM % 4 == 0 && TN % 4 == 0 && PAD % 4 == 0 && BK % 4 == 0,
+static_assert(TM % 4 == 0 && TN % 4 == 0 && PAD % 4 == 0 && PADB % 4 == 0 && BK % 4 == 0,
               "float4 reads of the shared tiles");
 
 // Where this thread works: its warp's region (wrow, wcol) and its place in a sub-tile.
@@ -75,7 +79,7 @@ __device__ __forceinline__ void lds4(float* r, const float* s) {
 // read from the shared tiles with LDS.128s.
 __device__ __forceinline__ void load_fragments(float (&a)[WMITER * TM], float (&b)[WNITER * TN],
                                                const float (&As)[BK][BM + PAD],
-                                               const float (&Bs)[BK][BN], int k, WarpPlace p) {
+                                               const float (&Bs)[BK][BN + PADB], int k, WarpPlace p) {
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
@@ -104,7 +108,7 @@ __device__ __forceinline__ void outer_product(float (&acc)[WMITER * TM][WNITER *
 // acc += this thread's share of As * Bs over the BK values of k.
 __device__ __forceinline__ void warp_tile_fma(float (&acc)[WMITER * TM][WNITER * TN],
                                               const float (&As)[BK][BM + PAD],
-                                              const float (&Bs)[BK][BN], WarpPlace p) {
+                                              const float (&Bs)[BK][BN + PADB], WarpPlace p) {
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
         float a[WMITER * TM], b[WNITER * TN];
