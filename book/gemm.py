@@ -16,6 +16,11 @@ rows first.
     python -m book.gemm --suite     # book.sgemm against cuBLAS on the suite (09_sgemm_suite.csv)
     python -m book.gemm --timeline  # edge tiles in place or moved back, block by block
                                      # (09_edge_timeline.csv)
+    python -m book.gemm --heldout   # book.sgemm against cuBLAS on 40 seeded shapes it was never
+                                     # tuned on, and the suite, with each plan's regret
+                                     # (09_sgemm_heldout.csv)
+    python -m book.gemm --layouts   # NN, TN, NT, TT against cuBLAS in the same layout
+                                     # (09_sgemm_layouts.csv)
 
 Every plan is checked before it is timed (``book.harness.measure.sweep``). Where no tuned table
 exists for this GPU (or on the CPU emulator) the default plan, chapter 8's tile, runs; below
@@ -80,6 +85,7 @@ CPU_SUITE = [(64, 64, 64), (33, 17, 65), (16, 16, 600), (96, 40, 8), (130, 70, 3
 
 PLANS_FILE, SUITE_FILE, CANDIDATES_FILE = "09_sgemm_plans", "09_sgemm_suite", "09_sgemm_candidates"
 OVERHEAD_FILE = "09_sgemm_overhead"
+HELDOUT_FILE, LAYOUTS_FILE = "09_sgemm_heldout", "09_sgemm_layouts"
 
 
 @dataclass(frozen=True)
@@ -630,6 +636,122 @@ def suite(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
     return med
 
 
+HELDOUT_SEED, HELDOUT_COUNT = 20261125, 40
+"""The held-out shapes' seed and count: drawn once, never used to tune or to choose a rule."""
+
+
+def heldout_shapes(count: int = HELDOUT_COUNT, seed: int = HELDOUT_SEED, top: int = 16384,
+                   max_bytes: int = 6 << 30) -> list[tuple[int, int, int]]:
+    """Shapes no plan was tuned on: M, N and K each log-uniform from 1 to ``top`` (seeded),
+    drawn again where A, B and C with their float64 copies would take more than ``max_bytes``."""
+    rng, shapes = np.random.default_rng(seed), []
+    while len(shapes) < count:
+        M, N, K = (int(round(2 ** x)) for x in rng.uniform(0, math.log2(top), 3))
+        if 12 * (M * K + K * N + M * N) <= max_bytes:
+            shapes.append((M, N, K))
+    return shapes
+
+
+REGRET_S = 0.03
+"""GPU seconds each candidate is timed for the regret (after its check)."""
+
+
+def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
+    """``book.sgemm`` beside cuBLAS on the held-out shapes and the suite (``suite``: checked, then
+    ``rounds`` interleaved rounds, medians), each book.sgemm row with the plan it chose (``plan``)
+    and its regret: that plan's time over the fastest candidate's, every candidate of the shape
+    checked and timed once for about REGRET_S, the chosen plan among them (``regret_pct``,
+    ``best_plan``). ``set`` says held-out or suite."""
+    from .harness.device import device_report
+    if shapes is None:
+        shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
+                  else heldout_shapes(4, top=96) + CPU_SUITE[:2])
+    med = suite(shapes, rounds, progress)
+    sms = device_report().get("sms", 132)
+    extra = {}
+    for shape in shapes:
+        chosen = plan_for(*shape)
+        plans = {p.id: p for p in candidates(*shape, sms=sms)} | {chosen.id: chosen}
+        quick = sweep(list(plans.values()), [shape], baseline=False, target_s=REGRET_S,
+                      min_repeat=1)
+        ok = quick[quick.status == "ok"].set_index("kernel").time_ms
+        regret = 100 * (ok.get(chosen.id, np.nan) / ok.min() - 1) if len(ok) else np.nan
+        extra[shape] = {"plan": chosen.id, "regret_pct": regret,
+                        "best_plan": ok.idxmin() if len(ok) else "--"}
+        if progress:
+            print(f"{shape}: {chosen.label}, regret {regret:.1f}%", flush=True)
+    book = med.kernel == BookSgemm.id
+    for col in ("plan", "regret_pct", "best_plan"):
+        med[col] = [extra[(m, n, k)][col] if b else (np.nan if col == "regret_pct" else "")
+                    for m, n, k, b in zip(med.M, med.N, med.K, book)]
+    suite_shapes = set(SUITE) | set(CPU_SUITE)
+    med["set"] = ["suite" if s in suite_shapes else "held-out" for s in zip(med.M, med.N, med.K)]
+    return med
+
+
+def heldout_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per set (held-out, suite) and kind of shape (min(M, N) < 64: skinny): how many shapes,
+    the geometric mean and the minimum of book.sgemm's % of cuBLAS, the median regret."""
+    b = df[(df.kernel == BookSgemm.id) & (df.status == "ok")].copy()
+    b["shapes"] = np.where(np.minimum(b.M, b.N) < 64, "skinny (min(M, N) < 64)", "min(M, N) >= 64")
+    return b.groupby(["set", "shapes"]).agg(
+        count=("pct_of_cublas", "size"),
+        geomean=("pct_of_cublas", lambda p: 100 * float(np.exp(np.log(p / 100).mean()))),
+        lowest=("pct_of_cublas", "min"), median_regret=("regret_pct", "median")).rename(
+        columns={"geomean": "geometric mean (% of cuBLAS)", "lowest": "lowest (% of cuBLAS)",
+                 "median_regret": "median regret (%)", "count": "shapes"})
+
+
+@dataclass(frozen=True)
+class InLayout:
+    """``sgemm`` (or cuBLAS through cupy.matmul, ``library``) handed A and B in ``layout`` --
+    transposed views of copies made once per pair of inputs -- as a pseudo-kernel for sweep."""
+
+    layout: str
+    library: bool = False
+    chapter = 9
+
+    @property
+    def id(self) -> str:
+        return f"{'cublas' if self.library else BookSgemm.id}_{self.layout}"
+
+    @property
+    def label(self) -> str:
+        return f"{'cuBLAS' if self.library else 'book.sgemm'}, {self.layout.upper()}"
+
+    def why_not_here(self):
+        return None
+
+    def launch(self, A, B, C, M, N, K) -> None:
+        a, b = logical_operands(A, B, self.layout)
+        if self.library:
+            xp.matmul(a, b, out=C)
+        else:
+            sgemm(a, b, out=C)
+
+
+def layouts(shapes=None, rounds: int = 3) -> pd.DataFrame:
+    """book.sgemm and cuBLAS in each layout (NN, TN, NT, TT) on ``shapes`` (default 4096^3 and
+    the first ten held-out shapes), checked, then timed in ``rounds`` interleaved rounds; the
+    median GFLOP/s, and % of cuBLAS in the same layout."""
+    if shapes is None:
+        shapes = ([(4096, 4096, 4096)] + heldout_shapes()[:10] if BACKEND == "gpu"
+                  else [(33, 17, 65), (64, 40, 24)])
+    specs = [InLayout(lay, lib) for lay in LAYOUTS for lib in (False, True)]
+    runs = pd.concat([sweep(specs, [shape], baseline=False).assign(round=r)
+                      for r in range(rounds) for shape in shapes])
+    med = runs.groupby(["M", "N", "K", "kernel"], sort=False).agg(
+        label=("label", "first"), gflops=("gflops", "median"), rel_error=("rel_error", "max"),
+        status=("status", lambda s: "ok" if (s == "ok").all() else s[s != "ok"].iloc[0]),
+        device=("device", "first"), date=("date", "first")).reset_index()
+    med["layout"] = med.kernel.str[-2:]
+    med["library"] = np.where(med.kernel.str.startswith("cublas"), "cuBLAS", "book.sgemm")
+    lib = med[med.library == "cuBLAS"].set_index(["M", "N", "K", "layout"]).gflops
+    med["pct_of_cublas"] = 100 * med.gflops.to_numpy() / lib.reindex(
+        pd.MultiIndex.from_frame(med[["M", "N", "K", "layout"]])).to_numpy()
+    return med
+
+
 OVERHEAD_SHAPES = [(1000, 1000, 1000), (1024, 1024, 1024), (2048, 2048, 2048)]
 
 
@@ -851,6 +973,12 @@ def main(argv: list[str]) -> int:
         use_plans(plans)
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
+    if "--heldout" in argv:
+        df = results.keep(heldout(progress=True), HELDOUT_FILE)
+        print(df.to_string())
+        print(heldout_summary(df).round(1).to_string())
+    if "--layouts" in argv:
+        print(results.keep(layouts(), LAYOUTS_FILE).to_string())
     if "--timeline" in argv:
         print(results.keep(edge_timeline(), TIMELINE_FILE).round(1).to_string())
     return 0

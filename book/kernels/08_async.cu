@@ -38,6 +38,10 @@
 #define MOVE_EDGES 1  // 0: edge tiles stay in place and check every copy (chapter 9 times both)
 #endif
 #define STAGES_BYTES (STAGES * BK * (BM + PAD + BN + PADB) * 4)  // dynamic shared memory
+#define A_COPIES (BM * BK / THREADS)      // floats of A each thread copies per tile (A as is)
+#define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte pieces of B (B as is)
+#define A_STEP (THREADS / BK)              // rows between a thread's floats of A
+#define B_STEP (THREADS / (BN / 4))        // rows between its pieces of B
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
 
 // The copies of one operand's tile into its k-major shared tile S[BK][W + P] (W = BM for A,
@@ -141,6 +145,7 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
     float(*Bs)[BK][BN + PADB] = reinterpret_cast<float(*)[BK][BN + PADB]>(stages + STAGES * BK * (BM + PAD));
     const int m0 = at.m0, n0 = at.n0;
 
+#if TRANS_A || TRANS_B
     // Each tile's copies (copy_across, copy_along): without bounds checks where the tile is inner
     // (see tile_spot) and its k's lie inside K; otherwise every copy is checked -- the last tile
     // of K, and all tiles of small or unaligned matrices.
@@ -157,6 +162,49 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
         copy_along<BN, PADB>(Bs[s], B, ldb, N, n0, k0, K, at.inner, at.b16);
 #endif
     };
+#else
+    // The same copies as copy_across (A) and copy_along (B) do, written out: the SASS ptxas makes
+    // of the two functions ran 4-8% slower at large squares on an H200 (chapter 9), so the
+    // row-major case keeps chapter 8's code. This thread's pieces of every tile: A rows
+    // ra + l * A_STEP at column ca (k), B rows rb + l * B_STEP at columns cb .. cb + 3.
+    const int tid = threadIdx.x;
+    const int ra = tid / BK, ca = tid % BK, rb = tid / (BN / 4), cb = 4 * (tid % (BN / 4));
+    auto copy_tile = [&](int s, int t) {  // tile t (k from t * BK) into stage s
+        const int k0 = t * BK;
+        if (at.inner && k0 + BK <= K) {
+            const float* a = A + (long long)(m0 + ra) * lda + k0 + ca;
+            const float* b = B + (long long)(k0 + rb) * ldb + n0 + cb;
+#pragma unroll
+            for (int l = 0; l < A_COPIES; ++l)
+                copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * lda, true);
+#pragma unroll
+            for (int l = 0; l < B_COPIES; ++l)
+                copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * ldb);
+            return;
+        }
+#pragma unroll
+        for (int l = 0; l < A_COPIES; ++l) {
+            const int r = m0 + ra + l * A_STEP, c = k0 + ca;
+            const bool inside = r < M && c < K;
+            copy4(&As[s][ca][ra + l * A_STEP], inside ? A + (long long)r * lda + c : A, inside);
+        }
+#pragma unroll
+        for (int l = 0; l < B_COPIES; ++l) {
+            const int r = k0 + rb + l * B_STEP, c = n0 + cb;
+            float* dst = &Bs[s][rb + l * B_STEP][cb];
+            const float* row = B + (long long)(r < K ? r : 0) * ldb;  // a valid address if outside
+            if (r < K && at.b16 && c + 3 < N) {
+                copy16_aligned(dst, row + c);
+                continue;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool inside = r < K && c + j < N;
+                copy4(dst + j, inside ? row + c + j : B, inside);
+            }
+        }
+    };
+#endif
 #pragma unroll
     for (int t = 0; t < STAGES - 1; ++t) {  // fill all stages but one
         if (t < tiles) copy_tile(t, t0 + t);
