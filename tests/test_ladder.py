@@ -133,3 +133,21 @@ def test_ncu_can_launch_every_kernel_of_the_roofline():
         assert SGEMM_CALL in kernels and "cpu" not in kernels
         for k in kernels:
             assert k in (CUBLAS, SGEMM_CALL) or find(k).id == k
+
+
+def test_every_ladder_so_far_matches_the_results_files():
+    """Chapters 2-10 end with the ladder so far; after a run, book.harness.execute re-draws
+    every one from the results files the run left, so that a kernel's number is the same on every
+    page (a chapter's own table is drawn before the later chapters rewrite their files)."""
+    import json
+
+    from book.harness.execute import LADDER_CELL, NOTEBOOKS
+    seen = 0
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            m = LADDER_CELL.match("".join(cell["source"]).strip()) if cell["cell_type"] == "code" else None
+            if m and cell.get("outputs"):
+                stored = "".join(cell["outputs"][0]["data"]["text/html"])
+                assert stored == ladder.so_far(int(m.group(1)))._repr_html_(), path.name
+                seen += 1
+    assert seen == 9

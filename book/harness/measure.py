@@ -201,7 +201,7 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
             if outside or not row["rel_error"] < tolerance_of(spec, tolerance):
                 row["status"] = "FAILED check"
                 why = "wrote into C's row padding" if outside else f"relative error {row['rel_error']:.2e}"
-                print(f"{spec.id} at {M}x{N}x{K}: FAILED, {why}")
+                print(f"{getattr(spec, 'label', spec.id)} at {M}x{N}x{K}: FAILED, {why}")
             else:
                 row["status"] = "ok"
                 row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K), target_s, max_repeat,

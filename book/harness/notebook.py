@@ -13,7 +13,9 @@ def show_device(full: bool = False):
     """The device this chapter runs on, in one line (``full``: the whole report as a table)."""
     d = device_report()
     if full:
-        return pd.DataFrame({"value": pd.Series(d, dtype=object)})
+        whole = {k.replace("_", " "): f"{int(v):,}" if isinstance(v, float) and v.is_integer() else v
+                 for k, v in d.items()}
+        return pd.DataFrame({"value": pd.Series(whole, dtype=object)})
     from IPython.display import Markdown
     if d["backend"] == "gpu":
         what = (f"**{d['name']}** (compute capability {d['compute_capability']}, {d['sms']} SMs, "

@@ -47,6 +47,17 @@ COLUMNS = {
     "dram_read_bytes": "DRAM read (bytes)",
     "dram_write_bytes": "DRAM written (bytes)",
     "l2_read_sectors": "L2 sectors read (32 B)",
+    "load_sectors": "load sectors",
+    "store_sectors": "store sectors",
+    "kernel_us": "kernel (µs)",
+    "inner_block_us": "inner block (µs)",
+    "edge_block_us": "edge block (µs)",
+    "tflops": "TFLOP/s",
+    "tf32x3_ceiling_tflops": "3xTF32 ceiling (TFLOP/s)",
+    "cycles_per_warp_access": "cycles per warp-wide load",
+    "predicted_degree": "predicted conflict degree",
+    "relative_time": "time relative to stride 1",
+    "regret_pct": "regret (%)",
 }
 """Raw column name -> header with its unit."""
 
@@ -89,16 +100,18 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
              labels: dict[str, str] | None = None, digits: int = 3) -> pd.DataFrame:
     """``df`` (or its ``columns``) for a reader: headers with units, rounded values (other floats
     to ``digits`` significant digits), "--" where a value is missing (never NaN or <NA>), and
-    kernel labels instead of ids where the index holds ids (from ``df``'s ``label`` column, or
-    from ``labels``: id -> label)."""
+    kernel labels instead of ids where the index (or its level named kernel) holds ids (from
+    ``df``'s ``label`` column, or from ``labels``: id -> label)."""
     out = df[columns].copy() if columns else df.copy()
-    if df.index.name == "kernel":
-        if "label" in df.columns:
+    if df.index.nlevels == 1 and (df.index.name == "kernel" or labels):
+        if "label" in df.columns and df.index.name == "kernel":
             labels = dict(zip(df.index, df["label"]))
             out = out.drop(columns="label", errors="ignore")
         if labels:
             out.index = [labels.get(k, k) for k in out.index]
             out.index.name = "kernel"
+    elif "kernel" in df.index.names and labels:  # a kernel level among others
+        out = out.rename(index=labels, level="kernel")
     if isinstance(out.columns, pd.MultiIndex):  # ("model", "sectors") -> "model: sectors"
         out.columns = [": ".join(str(COLUMNS.get(p, p)) for p in parts if str(p))
                        for parts in out.columns]

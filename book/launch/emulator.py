@@ -88,7 +88,7 @@ def compiler() -> tuple[tuple[str, ...], str]:
                 continue
             if version.returncode == 0 and build.returncode == 0:
                 line = (version.stdout.strip().splitlines() or ["?"])[0]
-                return tuple(cmd), line
+                return tuple(cmd), re.sub(r"^(\S+?)-real\b", r"\1", line)  # a wrapper's name
             tried.append(f"{' '.join(cmd)}: {(build.stderr or version.stderr).strip()[:300]}")
     raise CompilerNotFound("no C++20 compiler with <atomic>, <thread> and ucontext found for the "
                            "CPU backend. Install g++ or `pip install -r requirements.txt` (ziglang)."
