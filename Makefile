@@ -37,6 +37,7 @@ lab: $(BIN)/.installed
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
 gpu-book: $(BIN)/.gpu-installed
 	$(BIN)/python -m book.harness.execute
+	$(BIN)/python -m book.ladder
 	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 

@@ -136,16 +136,15 @@ def test_ncu_can_launch_every_kernel_of_the_roofline():
 
 
 def test_every_ladder_so_far_matches_the_results_files():
-    """Chapters 2-10 end with the ladder so far; after a run, book.harness.execute re-draws
+    """Chapters 2-10 end with the ladder so far; after a run, python -m book.ladder re-draws
     every one from the results files the run left, so that a kernel's number is the same on every
     page (a chapter's own table is drawn before the later chapters rewrite their files)."""
     import json
 
-    from book.harness.execute import LADDER_CELL, NOTEBOOKS
     seen = 0
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in sorted(ladder.NOTEBOOKS.glob("*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
-            m = LADDER_CELL.match("".join(cell["source"]).strip()) if cell["cell_type"] == "code" else None
+            m = ladder.LADDER_CELL.match("".join(cell["source"]).strip()) if cell["cell_type"] == "code" else None
             if m and cell.get("outputs"):
                 stored = "".join(cell["outputs"][0]["data"]["text/html"])
                 assert stored == ladder.so_far(int(m.group(1)))._repr_html_(), path.name

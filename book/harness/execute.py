@@ -8,8 +8,8 @@ the time each notebook took, then the total.
     python -m book.harness.execute 02_naive        # only the notebooks whose names start with these
     python -m book.harness.execute --cold          # as a first run: empty kernel caches
 
-After the run, every chapter's "ladder so far" table is drawn again from the results files as
-the whole run left them (``refresh_ladders``), so that every page shows the same numbers.
+After a run, ``python -m book.ladder`` draws every chapter's "ladder so far" table again from
+the results files as the whole run left them (and the README's ladder and the landing figure).
 
 ``--cold`` points CuPy's kernel cache and the emulator's library cache at a new empty folder, so
 every kernel is compiled again, as on a reader's first run.
@@ -17,7 +17,6 @@ every kernel is compiled again, as on a reader's first run.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 import time
@@ -55,36 +54,6 @@ def _report_cell(cell, cell_index, execute_reply) -> None:
               flush=True)
 
 
-LADDER_CELL = re.compile(r"^from book import ladder\nladder\.so_far\((\d+)\)$")
-"""The cell that closes chapters 2 to 10 with the ladder so far."""
-
-
-def refresh_ladders(paths) -> list[str]:
-    """Re-draw every "ladder so far" table of ``paths`` from the results files as they stand now.
-    Each chapter draws its table when it runs, before the chapters after it rewrite their
-    results files (and cuBLAS's median of the runs with them): after a run of every chapter the
-    tables of the early ones would disagree with the later ones by a few tenths of a percent.
-    The tables are a function of the results files alone, so the same call, here, gives every
-    page the final numbers. Returns the names of the notebooks it changed."""
-    import nbformat
-
-    from book import ladder
-    changed = []
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        hits = [(c, int(m.group(1))) for c in nb.cells if c.cell_type == "code"
-                and (m := LADDER_CELL.match(c.source.strip())) and c.get("outputs")]
-        for cell, chapter in hits:
-            table = ladder.so_far(chapter)
-            cell.outputs = [nbformat.v4.new_output(
-                "execute_result", execution_count=cell.execution_count,
-                data={"text/html": table._repr_html_(), "text/plain": repr(table)})]
-        if hits:
-            nbformat.write(nb, path)
-            changed.append(path.name)
-    return changed
-
-
 def main(argv: list[str]) -> int:
     import nbformat
     from nbclient import NotebookClient
@@ -115,9 +84,6 @@ def main(argv: list[str]) -> int:
         nbformat.write(nb, path)
         print(f"{path.name:<28} {seconds:7.1f} s", flush=True)
     print(f"{'all notebooks':<28} {total:7.1f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
-    redrawn = refresh_ladders(paths)
-    if redrawn:
-        print(f"ladder so far re-drawn from the final results files in {', '.join(redrawn)}")
     return 1 if failed else 0
 
 
