@@ -3,8 +3,9 @@
 ``sgemm(A, B)`` multiplies float32 matrices of any M, N, K >= 1 -- contiguous, or rows of wider
 arrays (leading dimensions) -- with chapter 8's cp.async kernel (``08_async.cu``;
 ``09_sgemm.cu`` adds its entries for leading dimensions and split-K, and a build that times each
-block) in the plan that a tuning run on this GPU found fastest for the nearest shape of the
-suite. A plan is a tile configuration, a split-K count (``splits``
+block) in a plan per shape: on the suite's shapes the one a tuning run on this GPU found
+fastest; on any other shape, the fastest of the cost model's best few (``ranked``), timed on the
+shape's first call on this GPU and remembered (``learn``; without a GPU, the model's best). A plan is a tile configuration, a split-K count (``splits``
 blocks per tile of C, each over one slice of K into a workspace, the slices added by
 ``09_splitk.cu``) or stream-K (the whole waves one block per tile, then as many blocks as the
 GPU runs at once sharing the steps of the tiles left, their pieces added by a fix-up;
@@ -22,9 +23,8 @@ rows first.
     python -m book.gemm --layouts   # NN, TN, NT, TT against cuBLAS in the same layout
                                      # (09_sgemm_layouts.csv)
 
-Every plan is checked before it is timed (``book.harness.measure.sweep``). Where no tuned table
-exists for this GPU (or on the CPU emulator) the default plan, chapter 8's tile, runs; below
-compute capability 8.0, chapter 8's warp-tile kernel.
+Every plan is checked before it is timed (``book.harness.measure.sweep``). Below compute
+capability 8.0, chapter 8's warp-tile kernel runs.
 """
 from __future__ import annotations
 
@@ -411,6 +411,7 @@ def use_plans(plans: pd.DataFrame | None) -> None:
     """Make ``sgemm`` dispatch with these plans (a tuning run's first table) in this process."""
     _PLANS[0] = plans
     _table.cache_clear()
+    _rates.cache_clear()
     plan_for.cache_clear()
 
 
@@ -429,18 +430,163 @@ def _table() -> pd.DataFrame | None:
         return None
 
 
+# -- Choosing a plan for a shape nobody tuned: a cost model ranks the candidates, the first call
+# of a shape on a GPU times the best few and remembers the fastest. --------------------------
+
+LAUNCH_S = 3e-6
+"""GPU time one more kernel of a plan costs beside the main one (split-K's sum, stream-K's
+fix-up, B's aligned copy): the gap between two dependent launches."""
+LONE = 1.5
+"""How much faster than in a full SM a block runs alone on its SM, where two or more fit."""
+STREAMK_STEP = 1.15
+"""Stream-K's shares run their steps this much slower than whole tiles (chapter 9)."""
+
+
+def _blocks_per_sm(config: str) -> int:
+    """Blocks of ``config`` an SM holds at once, estimated without compiling it: shared memory
+    (227 KiB per SM), threads (2048) and registers (65,536; about 40 + 1.25 per output a thread
+    accumulates, as ptxas allocated them for chapter 8's configurations)."""
+    spec = _spec(config)
+    threads = spec.block[0]
+    outputs = spec.tile[0] * spec.tile[1] // threads
+    regs = min(255, 8 * math.ceil((40 + 1.25 * outputs) / 8))
+    return max(1, min(227 * 1024 // (spec.stage_bytes + 1024), 2048 // threads,
+                      65536 // (threads * regs)))
+
+
+@lru_cache(maxsize=1)
+def _rates() -> dict[str, float]:
+    """GFLOP/s of each configuration at full load: its best whole-tile plan on the large squares
+    of this GPU's tuning run (09_sgemm_candidates), else of the GPU recorded last."""
+    from .harness.device import device_report, gpu_slug
+    gpus = ([gpu_slug(device_report()["name"])] if BACKEND == "gpu" else []) + results.recorded_gpus()
+    for gpu in gpus:
+        try:
+            df = results.load(CANDIDATES_FILE, gpu)
+        except FileNotFoundError:
+            continue
+        big = df[(df.status == "ok") & (df.M >= 2048) & (df.N >= 2048) & (df.K >= 2048)]
+        rates = {c: big[big.kernel == Plan(c).id].gflops.max() for c in CONFIGS}
+        if all(np.isfinite(v) for v in rates.values()):
+            return rates
+    return {c: 40000.0 * min(1.0, _spec(c).tile[0] * _spec(c).tile[1] / 128 / 256) ** 0.25
+            for c in CONFIGS}
+
+
+@lru_cache(maxsize=1)
+def _bandwidth() -> float:
+    """Bytes per second of a device-to-device copy (chapter 0's ceiling), else 3e12."""
+    try:
+        c = results.load("00_ceilings").set_index("ceiling").value
+        return float(c["copy_bandwidth"]) * 1e9
+    except (FileNotFoundError, KeyError):
+        return 3e12
+
+
+def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
+    """The cost model's GPU time for ``plan`` at (M, N, K): its blocks' k-steps at the rate its
+    configuration reaches at full load, wave by wave on ``sms`` SMs (the busiest SM's blocks; a
+    block alone on its SM a little faster), plus what the plan adds -- split-K's slices written
+    and summed, stream-K's slower shared steps and fix-up, B's aligned copy -- and a launch gap
+    per extra kernel."""
+    if plan.config == FALLBACK:
+        return 0.0
+    spec = _spec(plan.config)
+    (bm, bn), bk = spec.tile, _BK[plan.config]
+    r = _blocks_per_sm(plan.config)
+    step = 2 * bm * bn * bk / (_rates()[plan.config] * 1e9) * sms * r  # one block-step, full GPU
+    tiles, steps = ceil_div(M, bm) * ceil_div(N, bn), ceil_div(K, bk)
+    bw, extra = _bandwidth(), 0.0
+    if plan.pad_b and N % 4:
+        extra += 8 * K * 4 * ceil_div(N, 4) / bw + LAUNCH_S
+    if plan.streamk:
+        whole = tiles // (sms * r) * (sms * r)
+        t = whole // (sms * r) * steps * step / 1  # whole waves at full load
+        rest = (tiles - whole) * steps
+        if rest:
+            share = ceil_div(rest, sms * r)
+            t += share * step * STREAMK_STEP + 2 * sms * r * bm * bn * 4 / bw + 2 * LAUNCH_S
+        return t + extra
+    s = min(plan.splits, steps)
+    blocks, per_block = tiles * s, ceil_div(steps, s)
+    t = per_block * step / r * max(ceil_div(blocks, sms), min(LONE, r))
+    if s > 1:
+        t += (2 * s + 1) * M * N * 4 / bw + LAUNCH_S
+    return t + extra
+
+
+def ranked(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
+    """The candidate plans of a shape, fastest first by :func:`model_seconds`."""
+    return sorted(candidates(M, N, K, sms=sms), key=lambda p: model_seconds(p, M, N, K, sms))
+
+
+FIRST_CALL = 4
+"""How many of the model's best plans the first call of a new shape times on a GPU."""
+_LEARNED: dict = {}
+
+
+def _learned_path():
+    from .harness.device import device_report, gpu_slug
+    from .launch.cuda_source import cache_dir
+    return cache_dir("sgemm") / f"{gpu_slug(device_report()['name'])}.csv"
+
+
+def _learned() -> dict:
+    """{(M, N, K): plan} this GPU's first calls chose, kept on disk between sessions (the book's
+    cache folder: ~/.cache/gpu-matmul-book/sgemm/<gpu>.csv, or $BOOK_CACHE_DIR)."""
+    if "loaded" not in _LEARNED:
+        _LEARNED["loaded"], _LEARNED["plans"] = True, {}
+        path = _learned_path() if BACKEND == "gpu" else None
+        if path is not None and path.exists():
+            for row in pd.read_csv(path).itertuples():
+                _LEARNED["plans"][(row.M, row.N, row.K)] = plan_by_id(row.plan)
+    return _LEARNED["plans"]
+
+
+def learning() -> bool:
+    """Whether a new shape's first call times the model's best plans (on a GPU, unless
+    BOOK_SGEMM_LEARN=0)."""
+    import os
+    return BACKEND == "gpu" and os.environ.get("BOOK_SGEMM_LEARN", "1") != "0"
+
+
 @lru_cache(maxsize=4096)
 def plan_for(M: int, N: int, K: int) -> Plan:
-    """The tuned plan of the suite shape nearest to (M, N, K) in log scale, else the default."""
+    """The plan ``sgemm`` runs at (M, N, K): the tuning run's for a shape of its suite; else the
+    one a first call on this GPU chose (``learn``); else the cost model's best."""
     if DEFAULT.why_not_here():
         return Plan(FALLBACK)
     table = _table()
-    if table is None or not len(table):
-        return DEFAULT
-    dist = sum((np.log2(table[c].to_numpy(float)) - math.log2(v)) ** 2
-               for c, v in (("M", M), ("N", N), ("K", K)))
-    row = table.iloc[int(np.argmin(dist))]
-    return _plan(row)
+    if table is not None and len(table):
+        row = table[(table.M == M) & (table.N == N) & (table.K == K)]
+        if len(row):
+            return _plan(row.iloc[0])
+    if (M, N, K) in _learned():
+        return _learned()[(M, N, K)]
+    from .harness.device import device_report
+    return ranked(M, N, K, device_report().get("sms", 132))[0]
+
+
+def learn(M: int, N: int, K: int, run) -> Plan:
+    """The first call of a shape on a GPU: time the model's FIRST_CALL best plans with
+    ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
+    (in memory and on disk) and return it. Costs their compiles where they are new (seconds
+    each, once per GPU: CuPy keeps them) and a few runs of each."""
+    from .harness.device import device_report
+    from .harness.measure import held_event_seconds
+    plans = ranked(M, N, K, device_report().get("sms", 132))[:FIRST_CALL]
+    build_ahead(plans)
+    seconds = {}
+    for plan in plans:
+        run(plan)  # warm-up (and its first launch)
+        seconds[plan] = float(np.median(held_event_seconds(lambda: run(plan), repeats=3)))
+    best = min(seconds, key=seconds.get)
+    _learned()[(M, N, K)] = best
+    plan_for.cache_clear()
+    path = _learned_path()
+    pd.DataFrame([{"M": M, "N": N, "K": K, "plan": best.id}]).to_csv(
+        path, mode="a", header=not path.exists(), index=False)
+    return best
 
 
 def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
@@ -476,6 +622,11 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
         _fallback(plan, A, B, out, alpha, beta)
         return out
     layout = "tn"[not ta] + "tn"[not tb]
+    if learning() and not _known(M, N, K):
+        scratch = _workspace(M * N, slot=2).reshape(M, N)
+        plan = learn(M, N, K, lambda p: dataclasses.replace(
+            p, layout=layout, pad_b=p.pad_b and layout[1] == "n").run(a, b, scratch, M, N, K,
+                                                                        lda, ldb, N))
     plan = dataclasses.replace(plan, layout=layout, pad_b=plan.pad_b and layout[1] == "n")
     if BACKEND == "gpu":
         plan.run(a, b, c, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)  # views as they are
@@ -487,6 +638,13 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     if whole is not c:
         c[...] = whole[:, :c.shape[1]]
     return out
+
+
+def _known(M: int, N: int, K: int) -> bool:
+    """Whether the tuning run or an earlier first call chose the plan of this shape."""
+    table = _table()
+    return ((M, N, K) in _learned() or table is not None
+            and bool(((table.M == M) & (table.N == N) & (table.K == K)).any()))
 
 
 def _fallback(plan: Plan, A, B, out, alpha: float, beta: float) -> None:
@@ -661,11 +819,14 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFram
     ``rounds`` interleaved rounds, medians), each book.sgemm row with the plan it chose (``plan``)
     and its regret: that plan's time over the fastest candidate's, every candidate of the shape
     checked and timed once for about REGRET_S, the chosen plan among them (``regret_pct``,
-    ``best_plan``). ``set`` says held-out or suite."""
+    ``best_plan``), and the seconds of its first call in this process (``first_call_s``: where
+    this GPU has not met the shape before, the choice of its plan). ``set`` says held-out or
+    suite."""
     from .harness.device import device_report
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
                   else heldout_shapes(4, top=96) + CPU_SUITE[:2])
+    first = {shape: _first_call_seconds(*shape) for shape in shapes}
     med = suite(shapes, rounds, progress)
     sms = device_report().get("sms", 132)
     extra = {}
@@ -681,12 +842,30 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFram
         if progress:
             print(f"{shape}: {chosen.label}, regret {regret:.1f}%", flush=True)
     book = med.kernel == BookSgemm.id
+    med["first_call_s"] = [first[s] if b else np.nan for s, b in
+                           zip(zip(med.M, med.N, med.K), book)]
     for col in ("plan", "regret_pct", "best_plan"):
         med[col] = [extra[(m, n, k)][col] if b else (np.nan if col == "regret_pct" else "")
                     for m, n, k, b in zip(med.M, med.N, med.K, book)]
     suite_shapes = set(SUITE) | set(CPU_SUITE)
     med["set"] = ["suite" if s in suite_shapes else "held-out" for s in zip(med.M, med.N, med.K)]
     return med
+
+
+def _first_call_seconds(M: int, N: int, K: int) -> float:
+    """Host seconds of book.sgemm's first call at (M, N, K) in this process, to the end of its
+    GPU work: on a shape off the suite, the cost model and the timing of its best few plans
+    (compiles included where CuPy's cache lacks them)."""
+    import time
+
+    from .harness.check import device_inputs
+    from .launch.runtime import synchronize
+    A, B = device_inputs(M, N, K, seed=1)
+    synchronize()
+    t0 = time.perf_counter()
+    sgemm(A, B)
+    synchronize()
+    return time.perf_counter() - t0
 
 
 def heldout_summary(df: pd.DataFrame) -> pd.DataFrame:

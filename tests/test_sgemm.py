@@ -159,8 +159,44 @@ def test_pad_b_copies_only_misaligned_rows():
     assert relative_error(out, a.astype(np.float64) @ b) < TOLERANCE
 
 
-def test_without_a_tuned_table_the_default_plan_runs():
-    assert S.plan_for(100, 100, 100) == S.DEFAULT or S._table() is not None
+def test_a_shape_off_the_table_gets_the_cost_models_best_plan():
+    """No tuning table here (the emulator): every shape gets the model's first plan."""
+    if S._table() is None:
+        assert S.plan_for(100, 100, 100) == S.ranked(100, 100, 100)[0]
+
+
+def test_the_cost_model_prefers_what_the_waves_say():
+    """Tiny shapes: small tiles (more blocks); a long K over few tiles: split-K or stream-K; a big square:
+    the large tile; every candidate gets a finite positive time."""
+    assert S.ranked(31, 20, 64)[0].config == "64x64"
+    long_k = S.ranked(256, 256, 65536)[0]
+    assert long_k.splits > 1 or long_k.streamk  # K shared among many blocks
+    big = S.ranked(8192, 8192, 8192)[0]
+    assert big.config in ("128x256", "256x128") and big.splits == 1
+    for shape in [(1, 1, 1), (7, 9999, 4096), (4097, 4097, 4097), (16384, 128, 4096)]:
+        times = [S.model_seconds(p, *shape) for p in S.candidates(*shape)]
+        assert all(0 < t < 10 for t in times), shape
+
+
+def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkeypatch, tmp_path):
+    """learn(): FIRST_CALL plans timed (here by a fake clock that makes the third fastest),
+    the winner kept in memory and on disk, and plan_for answers with it from then on."""
+    from book.harness import measure
+    monkeypatch.setattr(S, "_learned_path", lambda: tmp_path / "learned.csv")
+    monkeypatch.setattr(S, "_LEARNED", {})
+    monkeypatch.setattr(S, "build_ahead", lambda plans: 0)
+    shape = (300, 200, 100)
+    top = S.ranked(*shape)[:S.FIRST_CALL]
+    ran = []
+    monkeypatch.setattr(measure, "held_event_seconds",
+                        lambda fn, repeats=1: [1.0 if ran[-1] != top[2] else 0.5] * repeats)
+    best = S.learn(*shape, lambda plan: ran.append(plan))
+    assert best == top[2] and set(ran) == set(top)
+    S.plan_for.cache_clear()
+    assert S.plan_for(*shape) == top[2] or S._table() is not None
+    saved = (tmp_path / "learned.csv").read_text().splitlines()
+    assert saved == ["M,N,K,plan", f"300,200,100,{top[2].id}"]
+    S.plan_for.cache_clear()
 
 
 def test_the_suite_has_every_kind_of_shape():
