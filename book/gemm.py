@@ -216,6 +216,115 @@ class Plan:
             (shares - 1, parts), (work_area, _arg(C), _arg(A), _arg(B), *sizes))
 
 
+@dataclass(frozen=True)
+class Skinny:
+    """09_skinny.cu as a plan: C with few columns (``side`` 'n': N <= pr) or few rows ('m':
+    M <= pr). The layout says how the large operand lies: read along k (A as is where N is few,
+    B transposed where M is few), skinny_dots; read along C's long side (A transposed where N is
+    few, B as is where M is few), skinny_rows. ``splits``: blocks over K per group of rows or
+    columns (their sums added by skinny_sum). Launches like a Plan."""
+
+    side: str
+    pr: int
+    splits: int = 1
+    layout: str = "nn"
+    chapter = 9
+    config = "skinny"
+    streamk, pad_b = False, False
+
+    def __post_init__(self):
+        if self.side not in ("n", "m") or self.pr not in SKINNY_PR or self.layout not in LAYOUTS:
+            raise ValueError(f"no skinny plan {self}")
+
+    @property
+    def dots(self) -> bool:
+        """Whether the large operand's rows run along k (skinny_dots), else along C (skinny_rows)."""
+        return self.layout[0] == "n" if self.side == "n" else self.layout[1] == "t"
+
+    @property
+    def id(self) -> str:
+        return (f"sgemm_skinny{self.side}{self.pr}_k{self.splits}"
+                + ("" if self.layout == "nn" else f"_{self.layout}"))
+
+    @property
+    def label(self) -> str:
+        few = "N" if self.side == "n" else "M"
+        return (f"few columns ({few} <= {self.pr})" + (f", split-K {self.splits}" if self.splits > 1
+                                                       else "") + LAYOUT_LABELS[self.layout])
+
+    def why_not_here(self):
+        return None
+
+    def builds(self) -> list[tuple[str, dict, tuple]]:
+        return [("09_skinny.cu", {"PR": self.pr, "WARPS": SKINNY_WARPS}, ())]
+
+    def launch(self, A, B, C, M: int, N: int, K: int) -> None:
+        a, b = stored_operands(A, B, self.layout)
+        self.run(a, b, C, M, N, K, a.shape[1], b.shape[1], C.shape[1])
+
+    def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
+            shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """As Plan.run: A and B as the layout stores them, rows lda, ldb, ldc floats apart."""
+        # (k, n) of B at B[k ldb + n] as is, B[n ldb + k] transposed; (m, k) of A likewise.
+        b_kn = (ldb, 1) if self.layout[1] == "n" else (1, ldb)
+        a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
+        if self.side == "n":  # C (M x N, N few) = A B
+            X, ldx, Y, R, P = A, lda, B, M, N
+            y, z = b_kn, (ldc, 1)          # dots: Y(k, n); Z(m, n)
+            if not self.dots:              # rows: C^T = B^T A^T, Y(n, k) = B(k, n); Z(n, m)
+                y, z = b_kn[::-1], (1, ldc)
+        else:  # C (M x N, M few)
+            X, ldx, Y, R, P = B, ldb, A, N, M
+            y, z = a_mk[::-1], (1, ldc)    # dots: C^T = B^T A^T, Y(k, m) = A(m, k); Z(n, m)
+            if not self.dots:              # rows: Y(m, k) = A(m, k); Z(m, n)
+                y, z = a_mk, (ldc, 1)
+        splits = max(1, min(self.splits, ceil_div(K, 128)))
+        per_block = (128 * SKINNY_WARPS if not self.dots else
+                     SKINNY_WARPS * (4 if self.pr <= 8 else 2 if self.pr == 16 else 1))
+        grid = (ceil_div(R, per_block), splits)
+        work = _workspace(splits * R * P) if splits > 1 else _workspace(1)
+        _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
+            _arg(X), *_ints(ldx), _arg(Y), *_ints(*y), _arg(C), *_ints(*z, R, P, K),
+            np.float32(alpha), np.float32(beta), _arg(work)))
+        if splits > 1:  # the slices: R x P (dots) or P x R (rows)
+            rows, cols, zz = (R, P, z) if self.dots else (P, R, z)
+            _skinny(self.pr, "skinny_sum")((min(ceil_div(R * P, 256), 4096),), (256,), (
+                _arg(work), _arg(C), *_ints(*zz, rows, cols, splits), np.float32(alpha),
+                np.float32(beta)))
+
+
+SKINNY_PR = (1, 2, 4, 8, 16, 32)
+"""The column counts 09_skinny.cu is built for (a shape with P columns runs the smallest >= P)."""
+SKINNY_WARPS = 8
+SKINNY_SPLITS = (1, 2, 4, 8, 16, 32, 64)
+WARP_BYTES_S = 25e9
+"""Bytes per second one warp of 09_skinny.cu streams from X, for the cost model (an estimate:
+where few warps run, they, not DRAM, set the pace)."""
+
+
+@lru_cache(maxsize=None)
+def _skinny(pr: int, name: str):
+    return _unchecked(load_kernel("09_skinny.cu", name, defines={"PR": pr, "WARPS": SKINNY_WARPS}))
+
+
+def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:
+    """The skinny plans that read this shape and layout: N <= 32 with A as is, M <= 32 with B
+    transposed; each split count that leaves every block at least four chunks of k and the GPU
+    no more than four blocks per SM."""
+    plans = []
+    for side, few, big in (("n", N, M), ("m", M, N)):
+        if few > SKINNY_PR[-1]:
+            continue
+        pr = next(p for p in SKINNY_PR if p >= few)
+        plan = Skinny(side, pr, 1, layout)
+        per_block = (SKINNY_WARPS * (4 if pr <= 8 else 2 if pr == 16 else 1) if plan.dots
+                     else 128 * SKINNY_WARPS)
+        blocks = ceil_div(big, per_block)
+        plans += [Skinny(side, pr, s, layout) for s in SKINNY_SPLITS
+                  if s == 1 or (K >= 512 * s and blocks * s <= 4 * sms)]
+    return plans
+
+
 STREAMK_CPU_BLOCKS = 5
 """Stream-K's shares on the CPU emulator (it runs one block at a time): few and odd, so the
 tests' small shapes still split tiles among blocks."""
@@ -362,7 +471,11 @@ _BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
 def plan_by_id(plan_id: str) -> Plan:
     """The plan whose id is ``plan_id``: ``sgemm_<config>_k<splits>``, or ``sgemm_<config>_sk``
     for stream-K, ``_padb`` after it where B is padded, then ``_tn``, ``_nt`` or ``_tt`` for
-    transposed operands (the ids in results files)."""
+    transposed operands (the ids in results files); ``sgemm_skinny<n|m><pr>_k<splits>`` for
+    the few-column kernel."""
+    sk = re.fullmatch(r"sgemm_skinny([nm])(\d+)_k(\d+)(?:_(tn|nt|tt))?", plan_id)
+    if sk:
+        return Skinny(sk.group(1), int(sk.group(2)), int(sk.group(3)), sk.group(4) or "nn")
     m = re.fullmatch(r"sgemm_(.+)_(?:k(\d+)|(sk))(_padb)?(?:_(tn|nt|tt))?", plan_id)
     if (not m or (m.group(1) not in CONFIGS and m.group(1) != FALLBACK)
             or (m.group(2) and int(m.group(2)) < 1)):
@@ -378,6 +491,9 @@ def sanitizer_plans() -> list[Plan]:
     split-K, with stream-K, B padded, and the fallback."""
     transposed = [Plan(c, s, layout=lay) for c in ("128x256", "64x64") for s in (1, 3)
                   for lay in LAYOUTS[1:]] + [Plan("128x128", streamk=True, layout="tt")]
+    transposed += [Skinny(side, pr, s, lay) for side, lay in (("n", "nn"), ("n", "nt"), ("m", "nt"),
+                                                               ("m", "tt"))
+                   for pr in (1, 8, 32) for s in (1, 3)]
     return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan(c, streamk=True) for c in CONFIGS]
             + [Plan("64x128", 1, True)] + transposed + [Plan(FALLBACK)])
 
@@ -387,7 +503,8 @@ def candidates(M: int, N: int, K: int, sms: int = 132, configs=None,
     """The plans the tuner tries for one shape: every configuration (or those of ``configs``)
     without split-K, those of STREAMK_CONFIGS with stream-K, and split-K for configurations whose
     tiles of C are fewer than two waves of ``sms`` blocks; where N is not a multiple of 4, each of
-    them with B copied into aligned rows as well (B as is only), for operands in ``layout``.
+    them with B copied into aligned rows as well (B as is only), for operands in ``layout``; and
+    where few columns make it apply, the skinny kernel (``skinny_plans``).
     Below compute capability 8.0 (no cp.async): the fallback alone."""
     if DEFAULT.why_not_here():
         return [Plan(FALLBACK)]
@@ -401,7 +518,7 @@ def candidates(M: int, N: int, K: int, sms: int = 132, configs=None,
                 plans += [Plan(name, s, pad, layout=layout) for pad in pads]
         if name in STREAMK_CONFIGS:
             plans += [Plan(name, 1, pad, streamk=True, layout=layout) for pad in pads]
-    return plans
+    return plans + skinny_plans(M, N, K, layout, sms)
 
 
 _PLANS: list = [None]  # plans set in this process (use_plans), before any saved table
@@ -491,6 +608,15 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
     per extra kernel."""
     if plan.config == FALLBACK:
         return 0.0
+    if isinstance(plan, Skinny):
+        R, P = (M, N) if plan.side == "n" else (N, M)
+        per_block = (SKINNY_WARPS * (4 if plan.pr <= 8 else 2 if plan.pr == 16 else 1)
+                     if plan.dots else 128 * SKINNY_WARPS)
+        warps = ceil_div(R, per_block) * SKINNY_WARPS * plan.splits
+        x = 4 * R * K
+        t = max(x / _bandwidth(), x / (min(warps, sms * 64) * WARP_BYTES_S)) + LAUNCH_S
+        return t + ((2 * plan.splits + 1) * 4 * R * P / _bandwidth() + LAUNCH_S
+                    if plan.splits > 1 else 0.0)
     spec = _spec(plan.config)
     (bm, bn), bk = spec.tile, _BK[plan.config]
     r = _blocks_per_sm(plan.config)
@@ -515,9 +641,10 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
     return t + extra
 
 
-def ranked(M: int, N: int, K: int, sms: int = 132) -> list[Plan]:
-    """The candidate plans of a shape, fastest first by :func:`model_seconds`."""
-    return sorted(candidates(M, N, K, sms=sms), key=lambda p: model_seconds(p, M, N, K, sms))
+def ranked(M: int, N: int, K: int, sms: int = 132, layout: str = "nn") -> list:
+    """The candidate plans of a shape and layout, fastest first by :func:`model_seconds`."""
+    return sorted(candidates(M, N, K, sms=sms, layout=layout),
+                  key=lambda p: model_seconds(p, M, N, K, sms))
 
 
 FIRST_CALL = 4
@@ -532,14 +659,14 @@ def _learned_path():
 
 
 def _learned() -> dict:
-    """{(M, N, K): plan} this GPU's first calls chose, kept on disk between sessions (the book's
-    cache folder: ~/.cache/gpu-matmul-book/sgemm/<gpu>.csv, or $BOOK_CACHE_DIR)."""
+    """{(M, N, K, layout): plan} this GPU's first calls chose, kept on disk between sessions (the
+    book's cache folder: ~/.cache/gpu-matmul-book/sgemm/<gpu>.csv, or $BOOK_CACHE_DIR)."""
     if "loaded" not in _LEARNED:
         _LEARNED["loaded"], _LEARNED["plans"] = True, {}
         path = _learned_path() if BACKEND == "gpu" else None
         if path is not None and path.exists():
             for row in pd.read_csv(path).itertuples():
-                _LEARNED["plans"][(row.M, row.N, row.K)] = plan_by_id(row.plan)
+                _LEARNED["plans"][(row.M, row.N, row.K, row.layout)] = plan_by_id(row.plan)
     return _LEARNED["plans"]
 
 
@@ -551,40 +678,63 @@ def learning() -> bool:
 
 
 @lru_cache(maxsize=4096)
-def plan_for(M: int, N: int, K: int) -> Plan:
-    """The plan ``sgemm`` runs at (M, N, K): the tuning run's for a shape of its suite; else the
-    one a first call on this GPU chose (``learn``); else the cost model's best."""
+def plan_for(M: int, N: int, K: int, layout: str = "nn"):
+    """The plan ``sgemm`` runs at (M, N, K) with operands in ``layout``: the tuning run's for a
+    shape of its suite; else the one a first call on this GPU chose (``learn``); else the cost
+    model's best."""
     if DEFAULT.why_not_here():
         return Plan(FALLBACK)
-    table = _table()
-    if table is not None and len(table):
-        row = table[(table.M == M) & (table.N == N) & (table.K == K)]
-        if len(row):
-            return _plan(row.iloc[0])
-    if (M, N, K) in _learned():
-        return _learned()[(M, N, K)]
+    tuned = _tuned(M, N, K, layout)
+    if tuned is not None:
+        return tuned
+    if (M, N, K, layout) in _learned():
+        return _learned()[(M, N, K, layout)]
     from .harness.device import device_report
-    return ranked(M, N, K, device_report().get("sms", 132))[0]
+    return ranked(M, N, K, device_report().get("sms", 132), layout)[0]
 
 
-def learn(M: int, N: int, K: int, run) -> Plan:
+def _tuned(M: int, N: int, K: int, layout: str):
+    """The tuning run's plan for this shape, in ``layout`` (None off the suite, or where that
+    plan cannot read the layout)."""
+    table = _table()
+    if table is None or not len(table):
+        return None
+    row = table[(table.M == M) & (table.N == N) & (table.K == K)]
+    if not len(row):
+        return None
+    return in_layout(_plan(row.iloc[0]), layout)
+
+
+def in_layout(plan, layout: str):
+    """``plan`` for operands in ``layout`` (B padded only where it is read as is); None where the
+    plan cannot read that layout (a skinny plan reads its large operand along k only)."""
+    if plan.config == FALLBACK or plan.layout == layout:
+        return plan
+    try:
+        return dataclasses.replace(plan, layout=layout) if isinstance(plan, Skinny) else \
+            dataclasses.replace(plan, layout=layout, pad_b=plan.pad_b and layout[1] == "n")
+    except ValueError:
+        return None
+
+
+def learn(M: int, N: int, K: int, run, layout: str = "nn"):
     """The first call of a shape on a GPU: time the model's FIRST_CALL best plans with
     ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
     (in memory and on disk) and return it. Costs their compiles where they are new (seconds
     each, once per GPU: CuPy keeps them) and a few runs of each."""
     from .harness.device import device_report
     from .harness.measure import held_event_seconds
-    plans = ranked(M, N, K, device_report().get("sms", 132))[:FIRST_CALL]
+    plans = ranked(M, N, K, device_report().get("sms", 132), layout)[:FIRST_CALL]
     build_ahead(plans)
     seconds = {}
     for plan in plans:
         run(plan)  # warm-up (and its first launch)
         seconds[plan] = float(np.median(held_event_seconds(lambda: run(plan), repeats=3)))
     best = min(seconds, key=seconds.get)
-    _learned()[(M, N, K)] = best
+    _learned()[(M, N, K, layout)] = best
     plan_for.cache_clear()
     path = _learned_path()
-    pd.DataFrame([{"M": M, "N": N, "K": K, "plan": best.id}]).to_csv(
+    pd.DataFrame([{"M": M, "N": N, "K": K, "layout": layout, "plan": best.id}]).to_csv(
         path, mode="a", header=not path.exists(), index=False)
     return best
 
@@ -617,17 +767,17 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     c, tc, ldc = _operand(out, "out")
     if tc:  # out stores C's columns as rows: compute C^T = B^T A^T into them
         (a, ta, lda), (b, tb, ldb), M, N = (b, not tb, ldb), (a, not ta, lda), N, M
-    plan = plan_for(M, N, K)
+    layout = "tn"[not ta] + "tn"[not tb]
+    plan = plan_for(M, N, K, layout)
     if plan.config == FALLBACK:
         _fallback(plan, A, B, out, alpha, beta)
         return out
-    layout = "tn"[not ta] + "tn"[not tb]
-    if learning() and not _known(M, N, K):
+    if learning() and not _known(M, N, K, layout):
         scratch = _workspace(M * N, slot=2).reshape(M, N)
-        plan = learn(M, N, K, lambda p: dataclasses.replace(
-            p, layout=layout, pad_b=p.pad_b and layout[1] == "n").run(a, b, scratch, M, N, K,
-                                                                        lda, ldb, N))
-    plan = dataclasses.replace(plan, layout=layout, pad_b=plan.pad_b and layout[1] == "n")
+        plan = learn(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout)
+    plan = in_layout(plan, layout)
+    if plan is None:
+        raise LaunchError(f"sgemm: the plan for {M} x {N} x {K} cannot read layout {layout!r}")
     if BACKEND == "gpu":
         plan.run(a, b, c, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)  # views as they are
         return out
@@ -640,11 +790,9 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     return out
 
 
-def _known(M: int, N: int, K: int) -> bool:
+def _known(M: int, N: int, K: int, layout: str) -> bool:
     """Whether the tuning run or an earlier first call chose the plan of this shape."""
-    table = _table()
-    return ((M, N, K) in _learned() or table is not None
-            and bool(((table.M == M) & (table.N == N) & (table.K == K)).any()))
+    return (M, N, K, layout) in _learned() or _tuned(M, N, K, layout) is not None
 
 
 def _fallback(plan: Plan, A, B, out, alpha: float, beta: float) -> None:
@@ -767,7 +915,8 @@ def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame
             raise RuntimeError(f"no plan passed its check at {shape}")
         best = done.loc[done.gflops.idxmax()]
         plan = plans[best.kernel]
-        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "config": plan.config,
+        rows.append({"M": shape[0], "N": shape[1], "K": shape[2], "plan": plan.id,
+                     "config": plan.config,
                      "splits": plan.splits, "streamk": plan.streamk, "pad_b": plan.pad_b,
                      "gflops": best.gflops,
                      "pct_of_cublas": best.pct_of_cublas, "plans_tried": len(ok),
@@ -1098,7 +1247,9 @@ def _plan_label(plans: pd.DataFrame, shape) -> str:
 
 def _plan(row) -> Plan:
     """The plan of one row of a plans table (tables saved before ``pad_b`` or ``streamk``
-    existed lack them)."""
+    existed lack them; those saved since the skinny kernel name the plan by id)."""
+    if isinstance(row.get("plan"), str):
+        return plan_by_id(row["plan"])
     return Plan(row.config, int(row.splits), bool(row.get("pad_b", False)),
                 bool(row.get("streamk", False)))
 

@@ -40,7 +40,7 @@ def test_sgemm_takes_transposed_views_without_a_copy_and_alpha_beta(plan, layout
                                                                    monkeypatch):
     """A and B C- or F-contiguous (X.T), out too (C^T = B^T A^T is computed then); C = alpha A B
     + beta C; where beta is 0, NaN in out does not reach C (out is written, not read)."""
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K: plan)
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
     M, N, K = 37, 30, 41
     a, b = random_inputs(M, N, K, seed=7)
     c0 = np.random.default_rng(3).random((M, N)).astype(np.float32)
@@ -60,6 +60,53 @@ def test_beta_needs_out():
     a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
     with pytest.raises(LaunchError, match=r"beta = 1.0 adds beta \* out to the product: pass out"):
         S.sgemm(a, b, beta=1.0)
+
+
+SKINNY = [(5, 1, 700), (37, 3, 129), (300, 17, 1000), (64, 32, 33), (3, 9, 2), (1, 1, 1),
+          (7, 300, 1000), (31, 64, 33)]
+
+
+@pytest.mark.parametrize("side", ["n", "m"])
+@pytest.mark.parametrize("layout", S.LAYOUTS)
+@pytest.mark.parametrize("splits", [1, 3])
+def test_the_skinny_kernels_are_right_on_odd_shapes(side, layout, splits):
+    """09_skinny.cu for few columns (side n) or few rows (side m) of C, in every layout (the
+    layout picks skinny_dots or skinny_rows), its k's split among blocks or not; each shape with
+    the smallest PR that holds its few side, and with PR = 32."""
+    for M, N, K in SKINNY:
+        few = N if side == "n" else M
+        if few > 32:
+            continue
+        prs = {next(p for p in S.SKINNY_PR if p >= few), 32}
+        table = check_kernels([S.Skinny(side, pr, splits, layout) for pr in prs], [(M, N, K)])
+        assert (table == "ok").all().all(), table.to_string()
+
+
+def test_skinny_plans_apply_where_c_has_few_rows_or_columns():
+    assert {p.side for p in S.skinny_plans(4096, 7, 4096)} == {"n"}
+    assert {(p.side, p.dots) for p in S.skinny_plans(7, 4096, 4096)} == {("m", False)}
+    assert {(p.side, p.dots) for p in S.skinny_plans(7, 4096, 4096, "nt")} == {("m", True)}
+    assert {(p.side, p.dots) for p in S.skinny_plans(4096, 7, 4096, "tn")} == {("n", False)}
+    assert all(p.pr == 8 for p in S.skinny_plans(4096, 7, 4096))
+    assert S.skinny_plans(4096, 33, 4096) == []
+    assert S.ranked(8192, 1, 8192)[0].config == "skinny"  # GEMV: read A once
+    with pytest.raises(ValueError, match="no skinny plan"):
+        S.Skinny("m", 7, 1, "nn")
+
+
+@pytest.mark.parametrize("shape, layout", [((300, 5, 200), "nn"), ((5, 300, 200), "nt"),
+                                           ((5, 300, 200), "tt"), ((300, 5, 200), "nt"),
+                                           ((5, 300, 200), "nn"), ((300, 5, 200), "tn")])
+def test_sgemm_runs_a_skinny_plan_with_alpha_beta(shape, layout, monkeypatch):
+    M, N, K = shape
+    plan = S.skinny_plans(M, N, K, layout)[0]
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
+    a, b = random_inputs(M, N, K, seed=11)
+    c0 = np.random.default_rng(4).random((M, N)).astype(np.float32)
+    A, B = _as_layout(a, layout[0] == "t"), _as_layout(b, layout[1] == "t")
+    out = _as_layout(c0, False)
+    S.sgemm(A, B, out=out, alpha=2.0, beta=0.5)
+    assert relative_error(to_host(out), 2.0 * (a.astype(np.float64) @ b) + 0.5 * c0) < TOLERANCE
 
 
 def test_split_k_never_leaves_a_slice_of_k_empty():
@@ -119,7 +166,7 @@ def test_sgemm_refuses_an_out_of_the_wrong_shape():
 def _sgemm_on_wider_arrays(plan, monkeypatch, M, N, K, extras, seed):
     """sgemm(A, B, out) with each of them X[:, :n] of an array `extras` floats wider (NaN
     there); asserts that C is right and that out's padding is left as it was."""
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K: plan)
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
     a, b = random_inputs(M, N, K, seed=seed)
     wide = [to_device(np.pad(x, ((0, 0), (0, extra)), constant_values=np.nan))
             for x, extra in zip((a, b, np.zeros((M, N), np.float32)), extras)]
@@ -195,7 +242,7 @@ def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkey
     S.plan_for.cache_clear()
     assert S.plan_for(*shape) == top[2] or S._table() is not None
     saved = (tmp_path / "learned.csv").read_text().splitlines()
-    assert saved == ["M,N,K,plan", f"300,200,100,{top[2].id}"]
+    assert saved == ["M,N,K,layout,plan", f"300,200,100,nn,{top[2].id}"]
     S.plan_for.cache_clear()
 
 
@@ -234,7 +281,8 @@ def test_plan_ids_name_their_plans_for_the_profiling_tools():
     """Results files and the tools (ncu, compute-sanitizer) name plans by id; each id maps back."""
     from book.profile import find
     plans = (S.sanitizer_plans() + S.candidates(1024, 1024, 16384) + S.candidates(100, 97, 100)
-             + S.candidates(100, 97, 100, layout="nt"))
+             + S.candidates(100, 97, 100, layout="nt") + S.candidates(4096, 3, 9000)
+             + S.candidates(3, 4096, 9000, layout="tt"))
     assert all(S.plan_by_id(p.id) == p and find(p.id) == p for p in plans)
     assert find("naive16").id == "naive16"
     with pytest.raises(KeyError, match=r"no book.sgemm plan 'sgemm_96x96_k1': plan ids are"):

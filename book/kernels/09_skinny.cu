@@ -1,0 +1,161 @@
+// 09_skinny.cu -- chapter 9: products where C has few rows or few columns (<= 32) and one
+// operand is large: GEMV and "few rows" products. Two kernels, by the way the large operand X
+// lies in memory. skinny_dots: X's rows run along k (A as is with N few; B transposed with M
+// few, as C^T = B^T A^T), Z = X Y is P <= PR columns of dot products. skinny_rows: X's rows run
+// along the long side of C (B as is with M few; A transposed with N few, as C^T = B^T A^T),
+// Z = Y X is P <= PR rows. book.sgemm picks the kernel from the shape and the layout.
+// Idea: the tile kernels are bound by their FMAs; here the cost is reading X once, and the whole
+//   of it meets only P columns. A warp computes RW rows of Z: for each chunk of KC values of k,
+//   the block copies the chunk of Y into shared memory (rows padded to PR + 1 floats, so that
+//   the lanes' reads of one column fall into different banks), each lane takes the k's
+//   lane, lane + 32, ... of the chunk -- a warp's loads of a row of X are 32 adjacent floats --
+//   and keeps RW x PR partial sums; at the end the warp adds its lanes' sums with shuffles.
+//   Where X has few rows, the k's are also split among gridDim.y blocks, whose partial sums go
+//   to W and skinny_sum adds them.
+// Expected bottleneck: DRAM, reading X (R K floats) once.
+// Launch (skinny_dots): block (32 * WARPS), grid (CEIL_DIV(R, RW * WARPS), splits). Element (k, p) of Y is at
+//   Y[k * y_k + p * y_p], element (r, p) of Z at Z[r * z_r + p * z_p]; X's rows are ldx floats
+//   apart. Where gridDim.y is 1, Z = alpha X Y + beta Z (Z not read where beta is 0); else each
+//   block stores its sums into W[blockIdx.y * R * P + r * P + p] and skinny_sum (grid any, block
+//   any) writes Z = alpha (their sum) + beta Z.
+#include "common.cuh"
+
+#ifndef PR
+#define PR 8  // columns of Y the kernel is built for (P <= PR)
+#endif
+#ifndef WARPS
+#define WARPS 8
+#endif
+#define RW (PR <= 8 ? 4 : PR == 16 ? 2 : 1)  // rows of X per warp: RW * PR <= 32 sums per lane
+#define KC 128                                // values of k per chunk of Y in shared memory
+static_assert(PR >= 1 && PR <= 32, "few columns: PR from 1 to 32");
+
+__device__ __forceinline__ void skinny_store(float* __restrict__ Z, long long at, float v,
+                                             float alpha, float beta) {
+    Z[at] = beta == 0.0f ? alpha * v : alpha * v + beta * Z[at];
+}
+
+extern "C" __global__ void __launch_bounds__(32 * WARPS)
+skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, int y_k, int y_p,
+            float* __restrict__ Z, int z_r, int z_p, int R, int P, int K, float alpha,
+            float beta, float* __restrict__ W) {
+    __shared__ float Ys[KC][PR + 1];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int r0 = (blockIdx.x * WARPS + warp) * RW;
+    const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), KC) * KC;  // k's per block: whole chunks
+    const int k_begin = blockIdx.y * per, k_end = min(K, k_begin + per);
+    float acc[RW][PR] = {};
+    for (int k0 = k_begin; k0 < k_end; k0 += KC) {
+        for (int i = threadIdx.x; i < KC * PR; i += blockDim.x) {
+            const int kk = i / PR, p = i % PR, k = k0 + kk;
+            Ys[kk][p] = (k < k_end && p < P) ? Y[(long long)k * y_k + (long long)p * y_p] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < KC / 32; ++j) {
+            const int kk = lane + 32 * j, k = k0 + kk;
+            float y[PR];
+#pragma unroll
+            for (int p = 0; p < PR; ++p) y[p] = Ys[kk][p];
+#pragma unroll
+            for (int r = 0; r < RW; ++r) {
+                const int row = r0 + r;
+                const float x = (row < R && k < k_end) ? X[(long long)row * ldx + k] : 0.0f;
+#pragma unroll
+                for (int p = 0; p < PR; ++p) acc[r][p] += x * y[p];
+            }
+        }
+        __syncthreads();  // the next chunk overwrites Ys
+    }
+#pragma unroll
+    for (int r = 0; r < RW; ++r) {
+        const int row = r0 + r;
+#pragma unroll
+        for (int p = 0; p < PR; ++p) {
+            float v = acc[r][p];
+#pragma unroll
+            for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+            if (lane == p % 32 && row < R && p < P) {
+                if (gridDim.y == 1)
+                    skinny_store(Z, (long long)row * z_r + (long long)p * z_p, v, alpha, beta);
+                else
+                    W[(long long)blockIdx.y * R * P + (long long)row * P + p] = v;
+            }
+        }
+    }
+}
+
+// Z = alpha (the sum of the `splits` R x P slices of W) + beta Z.
+extern "C" __global__ void skinny_sum(const float* __restrict__ W, float* __restrict__ Z,
+                                      int z_r, int z_p, int R, int P, int splits, float alpha,
+                                      float beta) {
+    const long long total = (long long)R * P;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        float sum = 0.0f;
+        for (int s = 0; s < splits; ++s) sum += W[s * total + i];
+        skinny_store(Z, i / P * z_r + i % P * z_p, sum, alpha, beta);
+    }
+}
+
+// skinny_rows: Z (P x R) = Y (P x K) X (K x R), X's rows (k) ldx floats apart and read along r.
+// Each thread owns 4 adjacent columns r of Z: per k it loads 4 floats of X (16 bytes where X's
+// rows start on 16 bytes; a warp reads 512 adjacent bytes) and multiplies them by the chunk's
+// Y[p][k], the same for every thread (a broadcast from shared memory), into 4 x PR sums.
+// Launch: block (32 * WARPS), grid (CEIL_DIV(R, 128 * WARPS), splits); element (p, k) of Y at
+//   Y[p * y_p + k * y_k], element (p, r) of Z at Z[p * z_p + r * z_r]; splits > 1 as skinny_dots
+//   (W holds P x R slices, row p, column r at p * R + r; skinny_sum takes z_r and z_p swapped
+//   roles: call it with R and P as the slice's rows and columns, P x R).
+extern "C" __global__ void __launch_bounds__(32 * WARPS)
+skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, int y_p, int y_k,
+            float* __restrict__ Z, int z_p, int z_r, int R, int P, int K, float alpha,
+            float beta, float* __restrict__ W) {
+    __shared__ float Ys[KC][PR];
+    const int r = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), KC) * KC;
+    const int k_begin = blockIdx.y * per, k_end = min(K, k_begin + per);
+    const bool vec = (ldx & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0 &&
+                     r + 3 < R;
+    float acc[PR][4] = {};
+    for (int k0 = k_begin; k0 < k_end; k0 += KC) {
+        for (int i = threadIdx.x; i < KC * PR; i += blockDim.x) {
+            const int kk = i / PR, p = i % PR, k = k0 + kk;
+            Ys[kk][p] = (k < k_end && p < P) ? Y[(long long)p * y_p + (long long)k * y_k] : 0.0f;
+        }
+        __syncthreads();
+        const int kn = min(KC, k_end - k0);
+        if (r < R) {
+            for (int kk = 0; kk < kn; ++kk) {
+                const float* row = X + (long long)(k0 + kk) * ldx + r;
+                float x[4];
+                if (vec) {
+                    const float4 v = *reinterpret_cast<const float4*>(row);
+                    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) x[j] = r + j < R ? row[j] : 0.0f;
+                }
+#pragma unroll
+                for (int p = 0; p < PR; ++p) {
+                    const float y = Ys[kk][p];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) acc[p][j] += y * x[j];
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (r >= R) return;
+#pragma unroll
+    for (int p = 0; p < PR; ++p) {
+        if (p >= P) break;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (r + j >= R) break;
+            if (gridDim.y == 1)
+                skinny_store(Z, (long long)p * z_p + (long long)(r + j) * z_r, acc[p][j], alpha, beta);
+            else
+                W[(long long)blockIdx.y * R * P + (long long)p * R + r + j] = acc[p][j];
+        }
+    }
+}
