@@ -287,3 +287,20 @@ def test_plan_ids_name_their_plans_for_the_profiling_tools():
     assert find("naive16").id == "naive16"
     with pytest.raises(KeyError, match=r"no book.sgemm plan 'sgemm_96x96_k1': plan ids are"):
         S.plan_by_id("sgemm_96x96_k1")
+
+
+def test_the_held_out_shapes_are_seeded_log_uniform_and_fit():
+    shapes = S.heldout_shapes()
+    assert shapes == S.heldout_shapes() and len(shapes) == S.HELDOUT_COUNT >= 40
+    assert all(1 <= v <= 16384 for shape in shapes for v in shape)
+    assert all(12 * (m * k + k * n + m * n) <= 6 << 30 for m, n, k in shapes)
+    assert not set(shapes) & set(S.SUITE)
+
+
+def test_heldout_records_the_plan_its_regret_and_the_first_call():
+    df = S.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
+    b = df[df.kernel == S.BookSgemm.id]
+    assert (b.status == "ok").all() and (b.regret_pct >= 0).all() and (b.first_call_s > 0).all()
+    assert all(S.plan_by_id(p) for p in b.plan) and set(b.set) == {"held-out"}
+    summary = S.heldout_summary(df)
+    assert summary.loc[("held-out", "all"), "shapes"] == 2
