@@ -739,13 +739,22 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn"):
     return best
 
 
-def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
+PRECISIONS = ("fp32", "tf32x3")
+"""``sgemm``'s precisions: 'fp32', float32 FMAs (chapters 8 and 9); 'tf32x3', three TF32
+products on Hopper's tensor cores with float32 accuracy (chapter 10; compute capability 9.0)."""
+
+
+def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str = "fp32"):
     """C = alpha A @ B + beta C in float32 with the book's kernels: any M, N, K >= 1, arrays of
     this backend. Each of A, B and ``out`` may be C-contiguous, the rows of a wider array
     (``X[:, :n]`` of a C-contiguous X: adjacent floats along a row, rows a leading dimension
     apart, as in BLAS), or the transpose of either (``X.T``, F-contiguous): read as they are,
     without a copy. Writes into ``out`` (M x N) when given and returns C; ``beta`` other than 0
-    needs ``out`` (where beta is 0, out is only written: NaN there does not reach C)."""
+    needs ``out`` (where beta is 0, out is only written: NaN there does not reach C).
+    ``precision='tf32x3'``: chapter 10's 3xTF32 kernel on wgmma, each row of A and column of B
+    scaled by a power of two first (any finite magnitude keeps float32's accuracy), the rows
+    and columns that hold Inf or NaN recomputed with FFMA (their Inf and NaN as cuBLAS SGEMM's);
+    it reads C-contiguous copies of A and B where they are views."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
@@ -757,12 +766,17 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
         raise LaunchError(f"sgemm: A is {M} x {K} and B is {K2} x {N}; need A's columns = B's "
                           "rows and every size >= 1")
     alpha, beta = float(alpha), float(beta)
+    if precision not in PRECISIONS:
+        raise LaunchError(f"sgemm: precision {precision!r}: one of {', '.join(map(repr, PRECISIONS))}")
     if out is None:
         if beta != 0.0:
             raise LaunchError(f"sgemm: beta = {beta} adds beta * out to the product: pass out")
         out = xp.empty((M, N), dtype=xp.float32)
     elif out.shape != (M, N):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
+    if precision == "tf32x3":
+        _tf32x3(A, B, out, alpha, beta)
+        return out
     (a, ta, lda), (b, tb, ldb) = _operand(A, "A"), _operand(B, "B")
     c, tc, ldc = _operand(out, "out")
     if tc:  # out stores C's columns as rows: compute C^T = B^T A^T into them
@@ -788,6 +802,33 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0):
     if whole is not c:
         c[...] = whole[:, :c.shape[1]]
     return out
+
+
+TF32X3_DEFINES = (("STAGES", 3), ("CHUNK", 2), ("SMALL_FIRST", 0), ("SCALED", 1))
+"""10_wgmma.cu as ``precision='tf32x3'`` builds it: chapter 10's defines, and scaled."""
+
+
+def _tf32x3(A, B, out, alpha: float, beta: float) -> None:
+    """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``)."""
+    from .launch.wgmma import tf32x3_wgmma
+    from .registry import KERNELS
+    why = KERNELS["tf32x3_wgmma"].why_not_here()
+    if why:
+        raise LaunchError(f"sgemm: precision='tf32x3' runs on Hopper's wgmma, and this device "
+                          f"{why}; precision='fp32' runs on every GPU")
+    (M, K), N = A.shape, B.shape[1]
+    a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
+    direct = out.flags.c_contiguous and (alpha, beta) == (1.0, 0.0)
+    c = out if direct else xp.empty((M, N), dtype=xp.float32)
+    bad = tf32x3_wgmma(a, b, c, M, N, K, TF32X3_DEFINES)
+    flags = bad.get() if BACKEND == "gpu" else bad
+    rows, cols = np.flatnonzero(flags[:M]), np.flatnonzero(flags[M:])
+    if rows.size:  # Inf or NaN in these rows of A: FFMA gives their Inf and NaN as cuBLAS does
+        c[rows, :] = sgemm(a[rows], b)
+    if cols.size:
+        c[:, cols] = sgemm(a, xp.ascontiguousarray(b[:, cols]))
+    if not direct:
+        out[...] = alpha * c + beta * out if beta != 0.0 else alpha * c
 
 
 def _known(M: int, N: int, K: int, layout: str) -> bool:

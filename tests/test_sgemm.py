@@ -304,3 +304,13 @@ def test_heldout_records_the_plan_its_regret_and_the_first_call():
     assert all(S.plan_by_id(p) for p in b.plan) and set(b.set) == {"held-out"}
     summary = S.heldout_summary(df)
     assert summary.loc[("held-out", "all"), "shapes"] == 2
+
+
+def test_tf32x3_is_refused_clearly_without_wgmma(monkeypatch):
+    """An A100 (8.0) has no wgmma: precision='tf32x3' says so and names the way that runs."""
+    monkeypatch.setenv("BOOK_ASSUME_CC", "8.0")
+    a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
+    with pytest.raises(LaunchError, match=r"precision='tf32x3' runs on Hopper's wgmma, and this "
+                                          r"device needs compute capability 9.0 exactly.*"
+                                          r"precision='fp32' runs on every GPU"):
+        S.sgemm(a, b, precision="tf32x3")

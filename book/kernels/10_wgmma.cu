@@ -23,6 +23,14 @@
 //   its small terms go first, while the sum is still small and its cuts tiny, and the big terms of
 //   all its k-tiles last: 4 cuts at full size per k-tile instead of 12. (The chunk's k-tiles are
 //   then all still in shared memory, since CHUNK <= STAGES - 1.) It is a few percent slower.
+// Any magnitude (book.sgemm's precision="tf32x3"; built with SCALED = 1): the split's small parts,
+//   and their products, would fall below float32's normal range for small inputs (A and B near
+//   1e-18 give products near 1e-36, their small terms near 1e-39: the tensor core drops them).
+//   exponents first finds, per row of A and per column of B, the largest exponent of a finite
+//   element; pack_split multiplies each by the power of two that brings that largest to [1, 2)
+//   -- exact -- and the product's store multiplies C's element back by both powers. Non-finite
+//   elements are split as big = x, small = 0 and flagged: book.gemm recomputes the rows and
+//   columns they touch with FFMA, so that Inf and NaN come out as cuBLAS SGEMM's.
 // Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2); then
 //   matmul_tf32x3_wgmma with block 256, grid
 //   (CEIL_DIV(N, 128), CEIL_DIV(M, 128)), STAGE_BYTES * STAGES + 1024 bytes of dynamic
@@ -38,6 +46,9 @@
 #ifndef CHUNK
 #define CHUNK 2  // k-tiles (of 32 k's) summed in the tensor core before each float32 add
 #endif
+#ifndef SCALED
+#define SCALED 0  // 1: rows of A and columns of B scaled by powers of two (exponents, above)
+#endif
 #define TILE_FLOATS (128 * 32)           // one 128 x 32 tile
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
@@ -45,13 +56,61 @@ static_assert(STAGES >= 2, "at least one tile in flight while another is compute
 static_assert(CHUNK >= 1, "at least one k-tile per float32 add");
 static_assert(!SMALL_FIRST || CHUNK <= STAGES - 1, "SMALL_FIRST: a chunk's k-tiles must all be in shared memory");
 
+// The biased exponent field (0 .. 254) of |x| for a finite x; -1 for Inf and NaN.
+__device__ __forceinline__ int exponent_of(float x) {
+    const int e = (__float_as_int(x) >> 23) & 255;
+    return e == 255 ? -1 : e;
+}
+
+// ea[m] = the largest exponent field of row m of A's finite elements, eb[n] = that of column n
+// of B (both start at 0: run on zeroed arrays), and bad[m] / bad[M + n] = 1 where the row or
+// column holds Inf or NaN. blockIdx.z = 0: A, one block per row; 1: B, 256 columns by 256 k's
+// per block. Launch: block 256, grid (max(M, CEIL_DIV(N, 256)), CEIL_DIV(K, 256), 2).
+extern "C" __global__ void __launch_bounds__(256)
+exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restrict__ ea,
+          int* __restrict__ eb, int* __restrict__ bad, int M, int N, int K) {
+    if (blockIdx.z == 0) {
+        const int m = blockIdx.x;
+        if (m >= M || blockIdx.y > 0) return;
+        int top = 0, nonfinite = 0;
+        for (int k = threadIdx.x; k < K; k += 256) {
+            const int e = exponent_of(A[(long long)m * K + k]);
+            top = max(top, e);
+            nonfinite |= e < 0;
+        }
+        if (top > 0) atomicMax(&ea[m], top);
+        if (nonfinite) bad[m] = 1;
+        return;
+    }
+    const int n = blockIdx.x * 256 + threadIdx.x, k0 = blockIdx.y * 256;
+    if (n >= N) return;
+    int top = 0, nonfinite = 0;
+    for (int k = k0; k < min(K, k0 + 256); ++k) {
+        const int e = exponent_of(B[(long long)k * N + n]);
+        top = max(top, e);
+        nonfinite |= e < 0;
+    }
+    if (top > 0) atomicMax(&eb[n], top);
+    if (nonfinite) bad[M + n] = 1;
+}
+
+// x times 2^(127 - e): the largest finite element of its row (column) to [1, 2); exact.
+__device__ __forceinline__ float scaled_by(float x, const int* e, int i) {
+#if SCALED
+    return ldexpf(x, 127 - e[i]);
+#else
+    return x;
+#endif
+}
+
 // A (M x K) and B (K x N) into records, blockIdx.z = 0 for A, 1 for B: A's rows are the record
 // rows (k = its column); B's columns are (k = its row), so B comes out transposed. Record
 // (i, kt) -- rows 128 i .., k's 32 kt .. -- starts at float (i * CEIL_DIV(K, 32) + kt) *
 // RECORD_FLOATS of Ap or Bp.
 extern "C" __global__ void __launch_bounds__(256)
 pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
-           float* __restrict__ Bp, int M, int N, int K) {
+           float* __restrict__ Bp, int M, int N, int K, const int* __restrict__ ea,
+           const int* __restrict__ eb) {
     __shared__ float T[32][129];  // B's 32 x 128 piece, to read it along its rows
     const bool is_b = blockIdx.z == 1;
     const int k0 = blockIdx.x * 32, r0 = blockIdx.y * 128;
@@ -60,7 +119,7 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
     if (is_b) {
         for (int e = threadIdx.x; e < 32 * 128; e += 256) {
             const int k = k0 + e / 128, n = r0 + e % 128;
-            T[e / 128][e % 128] = k < K && n < N ? B[(long long)k * N + n] : 0.0f;
+            T[e / 128][e % 128] = k < K && n < N ? scaled_by(B[(long long)k * N + n], eb, n) : 0.0f;
         }
         __syncthreads();
     }
@@ -70,9 +129,11 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
         if (!is_b && row < M && k0 + k + 3 < K && K % 4 == 0) {  // 16 bytes at once
             const float4 q = *reinterpret_cast<const float4*>(A + (long long)row * K + k0 + k);
             v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
+            for (int j = 0; j < 4; ++j) v[i][j] = scaled_by(v[i][j], ea, row);
         } else {
             for (int j = 0; j < 4; ++j)
-                v[i][j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K ? A[(long long)row * K + k0 + k + j] : 0.0f;
+                v[i][j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K
+                    ? scaled_by(A[(long long)row * K + k0 + k + j], ea, row) : 0.0f;
         }
     }
     for (int i = 0; i < 4; ++i) {
@@ -80,7 +141,7 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
         float big[4], small[4];
         for (int j = 0; j < 4; ++j) {
             big[j] = __int_as_float((int)to_tf32(v[i][j]));
-            small[j] = __int_as_float((int)to_tf32(v[i][j] - big[j]));
+            small[j] = exponent_of(v[i][j]) < 0 ? 0.0f : __int_as_float((int)to_tf32(v[i][j] - big[j]));
         }
         const int at = tf32_swizzle(r, k);
         *reinterpret_cast<float4*>(record + at) = make_float4(big[0], big[1], big[2], big[3]);
@@ -93,7 +154,8 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
 // tile rows, so that the blocks running at once share tiles of A and B in L2.
 extern "C" __global__ void __launch_bounds__(256, 1)
 matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
-                    float* __restrict__ C, int M, int N, int K, int group_m) {
+                    float* __restrict__ C, int M, int N, int K, int group_m,
+                    const int* __restrict__ ea, const int* __restrict__ eb) {
     extern __shared__ __align__(16) float dynamic[];
     float* stages = align_1024(dynamic);
     __shared__ unsigned long long full[STAGES];  // one mbarrier per stage
@@ -151,7 +213,11 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
     for (int j = 0; j < 16; ++j)
         for (int i = 0; i < 4; ++i) {
             const int r = row + 8 * (i / 2), c = col + 8 * j + i % 2;
+#if SCALED
+            if (r < M && c < N) C[(long long)r * N + c] = ldexpf(acc[4 * j + i], ea[r] + eb[c] - 254);
+#else
             if (r < M && c < N) C[(long long)r * N + c] = acc[4 * j + i];
+#endif
         }
 }
 

@@ -37,8 +37,10 @@ def records(rows: int, K: int):
 @lru_cache(maxsize=None)
 def _kernels(defines: tuple = DEFINES):
     """(pack_split, matmul_tf32x3_wgmma, its dynamic shared memory), loaded once: the launches
-    of a call must follow each other closely, or the GPU waits between them."""
-    pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS)
+    of a call must follow each other closely, or the GPU waits between them. With SCALED = 1 in
+    ``defines`` both scale (10_wgmma.cu)."""
+    scaled = {"SCALED": 1} if dict(defines).get("SCALED") else {}
+    pack_split = load_kernel(SOURCE, "pack_split", defines=scaled, options=OPTIONS)
     main = load_kernel(SOURCE, "matmul_tf32x3_wgmma", defines=dict(defines), options=OPTIONS)
     smem = dict(defines)["STAGES"] * 65536 + 1024
     need = main.module.static_shared("matmul_tf32x3_wgmma") + smem
@@ -47,15 +49,47 @@ def _kernels(defines: tuple = DEFINES):
     return pack_split, main, smem
 
 
-def pack(A, B, a_records, b_records, M: int, N: int, K: int) -> None:
-    """Split A and B into their records (from :func:`records`), in one launch."""
-    _kernels()[0]((_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2), (256, 1),
-                   (A, B, a_records, b_records, *map(np.int32, (M, N, K))))
+_NO_SCALES = {}
 
 
-def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES) -> None:
+def _no_scales():
+    """A stand-in for the exponent arrays where the build does not scale (never read)."""
+    if "x" not in _NO_SCALES:
+        _NO_SCALES["x"] = xp.zeros(1, dtype=xp.int32)
+    return _NO_SCALES["x"]
+
+
+def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DEFINES,
+         ea=None, eb=None) -> None:
+    """Split A and B into their records (from :func:`records`), in one launch; scaled by the
+    exponents ``ea`` and ``eb`` where ``defines`` has SCALED = 1."""
+    none = _no_scales()
+    _kernels(tuple(defines))[0]((_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2), (256, 1),
+                                (A, B, a_records, b_records, *map(np.int32, (M, N, K)),
+                                 none if ea is None else ea, none if eb is None else eb))
+
+
+@lru_cache(maxsize=1)
+def _exponents():
+    return load_kernel(SOURCE, "exponents", options=OPTIONS)
+
+
+def exponents(A, B, M: int, N: int, K: int):
+    """(ea, eb, bad): the largest exponent field of each row of A's and column of B's finite
+    elements, and 1 for each row of A (bad[:M]) and column of B (bad[M:]) that holds Inf or
+    NaN (10_wgmma.cu's exponents)."""
+    ea, eb = xp.zeros(M, dtype=xp.int32), xp.zeros(N, dtype=xp.int32)
+    bad = xp.zeros(M + N, dtype=xp.int32)
+    _exponents()((max(M, _ceil(N, 256)), _ceil(K, 256), 2), (256, 1),
+                 (A, B, ea, eb, bad, *map(np.int32, (M, N, K))))
+    return ea, eb, bad
+
+
+def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES):
     """C = A B with 3xTF32 on wgmma (A: M x K, B: K x N, C: M x N, contiguous float32);
-    ``defines`` of 10_wgmma.cu as (name, value) pairs."""
+    ``defines`` of 10_wgmma.cu as (name, value) pairs. With SCALED = 1, rows of A and columns
+    of B are scaled by powers of two first, and the call returns the flags of the rows of A
+    and columns of B that hold Inf or NaN (``exponents``' bad; else None)."""
     for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
@@ -65,8 +99,14 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES) -> N
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
         _workspace[key] = (records(M, K), records(N, K))
     a_records, b_records = _workspace[key]
-    pack(A, B, a_records, b_records, M, N, K)
+    ea = eb = bad = None
+    if dict(defines).get("SCALED"):
+        ea, eb, bad = exponents(A, B, M, N, K)
+    pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
     kernel, smem = _kernels(tuple(defines))[1:]
     grid = (_ceil(N, TILE), _ceil(M, TILE))
-    kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M))),
+    none = _no_scales()
+    kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
+                            none if ea is None else ea, none if eb is None else eb),
            shared_mem=smem)
+    return bad

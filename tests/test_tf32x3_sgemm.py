@@ -1,0 +1,69 @@
+"""book.sgemm(precision='tf32x3'): chapter 10's 3xTF32 kernel as a call a user can trust -- any
+finite magnitude (rows of A and columns of B scaled by powers of two), Inf and NaN where cuBLAS
+SGEMM puts them, any shape; on whichever backend runs (on the GPU host: a Hopper GPU)."""
+import numpy as np
+import pytest
+
+from book import LaunchError, to_device, to_host, xp
+from book import gemm as S
+from book.harness.check import TOLERANCE, random_inputs, relative_error
+from book.registry import KERNELS
+
+pytestmark = pytest.mark.skipif(KERNELS["tf32x3_wgmma"].why_not_here() is not None,
+                                reason="3xTF32 runs on wgmma (compute capability 9.0)")
+
+
+def _tf32x3(a, b, **kw):
+    return to_host(S.sgemm(to_device(a), to_device(b), precision="tf32x3", **kw))
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-18, 1e-6, 1e6, 1e18, 1e30])
+def test_any_magnitude_keeps_float32_accuracy(scale):
+    """A scaled by 1e-30 ... 1e30 (C stays inside float32's range): the split's small terms
+    would fall below float32's normal range near 1e-18 without the scaling."""
+    a, b = random_inputs(130, 70, 300, seed=5)
+    a = (a * np.float32(scale)).astype(np.float32)
+    assert relative_error(_tf32x3(a, b), a.astype(np.float64) @ b) < TOLERANCE
+
+
+def test_wide_exponents_within_one_matrix():
+    """Rows of A from 2^-60 to 2^60 and columns of B from 2^-60 to 2^60."""
+    a, b = random_inputs(64, 48, 200, seed=6)
+    rng = np.random.default_rng(6)
+    a = (a * np.exp2(rng.integers(-60, 61, (64, 1)))).astype(np.float32)
+    b = (b * np.exp2(rng.integers(-60, 61, (1, 48)))).astype(np.float32)
+    ref = a.astype(np.float64) @ b
+    got = _tf32x3(a, b)
+    assert np.max(np.abs(got - ref) / (np.abs(a).astype(np.float64) @ np.abs(b))) < TOLERANCE
+
+
+def test_inf_and_nan_land_where_ieee_puts_them():
+    """+Inf, -Inf and NaN in A and B, a zero meeting an Inf: the same non-finite pattern as the
+    float64 product (what cuBLAS SGEMM gives), and the finite elements still right."""
+    a, b = random_inputs(70, 90, 50, seed=7)
+    a[3, 5], a[10, 7], a[20, 11] = np.inf, np.nan, 0.0
+    b[7, 9], b[11, 40], b[5, 2], b[30, 60] = -np.inf, np.inf, 0.0, -np.inf
+    with np.errstate(invalid="ignore"):
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+    got = _tf32x3(a, b)
+    for test in (np.isnan, np.isposinf, np.isneginf):
+        assert (test(got) == test(ref)).all(), test.__name__
+    fin = np.isfinite(ref)
+    assert np.max(np.abs(got[fin] - ref[fin])) < TOLERANCE * np.abs(ref[fin]).max()
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 65), (130, 300, 7), (129, 129, 257)])
+def test_odd_shapes_views_and_alpha_beta(shape):
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, seed=8)
+    c0 = np.random.default_rng(8).random((M, N)).astype(np.float32)
+    A = to_device(np.ascontiguousarray(a.T).copy()).T  # a transpose: copied for the split pass
+    out = to_device(c0.copy())
+    S.sgemm(A, to_device(b), out=out, alpha=2.0, beta=-1.0, precision="tf32x3")
+    assert relative_error(to_host(out), 2.0 * (a.astype(np.float64) @ b) - c0) < TOLERANCE
+
+
+def test_an_unknown_precision_is_refused():
+    a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
+    with pytest.raises(LaunchError, match=r"precision 'tf32': one of 'fp32', 'tf32x3'"):
+        S.sgemm(a, b, precision="tf32")
