@@ -222,7 +222,7 @@ class Skinny:
     M <= pr). The layout says how the large operand lies: read along k (A as is where N is few,
     B transposed where M is few), skinny_dots; read along C's long side (A transposed where N is
     few, B as is where M is few), skinny_rows. ``splits``: blocks over K per group of rows or
-    columns (their sums added by skinny_sum). Launches like a Plan."""
+    columns (their sums added by 09_splitk.cu's splitk_reduce). Launches like a Plan."""
 
     side: str
     pr: int
@@ -286,10 +286,10 @@ class Skinny:
         _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
             _arg(X), *_ints(ldx), _arg(Y), *_ints(*y), _arg(C), *_ints(*z, R, P, K),
             np.float32(alpha), np.float32(beta), _arg(work)))
-        if splits > 1:  # the slices: R x P (dots) or P x R (rows)
-            rows, cols, zz = (R, P, z) if self.dots else (P, R, z)
-            _skinny(self.pr, "skinny_sum")((min(ceil_div(R * P, 256), 4096),), (256,), (
-                _arg(work), _arg(C), *_ints(*zz, rows, cols, splits), np.float32(alpha),
+        if splits > 1:  # the slices: R x P (dots) or P x R (rows), each z's steps in that order
+            rows, cols = (R, P) if self.dots else (P, R)
+            _reducer()((min(ceil_div(R * P, 256), 4096),), (256,), (
+                _arg(work), _arg(C), *_ints(rows, cols, *z, splits), np.float32(alpha),
                 np.float32(beta)))
 
 
@@ -404,7 +404,7 @@ def _workspace(size: int, slot: int = 0):
 def _epilogue(work, C, M: int, N: int, ldc: int, splits: int, alpha: float, beta: float) -> None:
     """C = alpha (the sum of the ``splits`` M x N slices of ``work``) + beta C (09_splitk.cu)."""
     grid = (min(ceil_div(M * N, 256), 4096),)
-    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(M, N, ldc, splits),
+    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(M, N, ldc, 1, splits),
                               np.float32(alpha), np.float32(beta)))
 
 

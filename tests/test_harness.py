@@ -131,3 +131,14 @@ def test_show_diff_shows_only_what_changes_and_the_whole_new_file():
     with pytest.raises(ValueError, match="the same"):
         show_diff(("02_naive.cu", "void matmul_naive(", "// 1D grid"),
                   ("02_naive.cu", "void matmul_naive(", "// 1D grid"))
+
+
+def test_every_stored_kernel_listing_matches_the_kernel_sources():
+    """A kernel edited after its chapter ran leaves a stale listing in the book: re-render it
+    with python -m book.harness.notebook notebooks/*.ipynb (no GPU needed)."""
+    from pathlib import Path
+
+    from book.harness.notebook import stale_listings
+    stale = {p.name: [i for i, *_ in stale_listings(p)]
+             for p in sorted(Path(__file__).resolve().parents[1].glob("notebooks/*.ipynb"))}
+    assert not any(stale.values()), {k: v for k, v in stale.items() if v}

@@ -114,3 +114,53 @@ def glue(name: str, value, display: bool = False) -> None:
     prefix = "" if display else "application/papermill.record/"
     metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
     ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+
+
+LISTING_CALLS = ("show_source(", "show_diff(")
+"""The calls whose output is a kernel listing: a function of book/kernels/ alone."""
+
+
+def stale_listings(path) -> list[tuple[int, str, str]]:
+    """(cell index, stored markdown, what the call gives now) for every code cell of the notebook
+    at ``path`` that is one listing call (``show_source`` or ``show_diff``) and whose stored
+    output no longer matches the kernel sources."""
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    stale = []
+    for i, cell in enumerate(nb.cells):
+        src = cell.source.strip()
+        if (cell.cell_type != "code" or not src.startswith(LISTING_CALLS) or "\n" in src
+                or not cell.get("outputs")):
+            continue
+        now = eval(src, {"show_source": show_source, "show_diff": show_diff}).data  # noqa: S307
+        stored = "".join(cell.outputs[0].get("data", {}).get("text/markdown", ""))
+        if stored != now:
+            stale.append((i, stored, now))
+    return stale
+
+
+def refresh_listings(paths) -> list[str]:
+    """Re-render the stored kernel listings of these notebooks from book/kernels/ (a kernel's
+    comment or code changed since the notebook ran: the listing is all that changes, on any
+    machine). Returns the names of the notebooks it rewrote.
+
+        python -m book.harness.notebook notebooks/*.ipynb
+    """
+    import nbformat
+    changed = []
+    for path in paths:
+        stale = stale_listings(path)
+        if not stale:
+            continue
+        nb = nbformat.read(path, as_version=4)
+        for i, _, now in stale:
+            nb.cells[i].outputs[0]["data"]["text/markdown"] = now
+        nbformat.write(nb, path)
+        changed.append(str(path))
+    return changed
+
+
+if __name__ == "__main__":
+    import sys
+    for name in refresh_listings(sys.argv[1:]):
+        print(f"listings re-rendered in {name}")

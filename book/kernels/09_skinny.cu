@@ -16,8 +16,8 @@
 // Launch (skinny_dots): block (32 * WARPS), grid (CEIL_DIV(R, RW * WARPS), splits). Element (k, p) of Y is at
 //   Y[k * y_k + p * y_p], element (r, p) of Z at Z[r * z_r + p * z_p]; X's rows are ldx floats
 //   apart. Where gridDim.y is 1, Z = alpha X Y + beta Z (Z not read where beta is 0); else each
-//   block stores its sums into W[blockIdx.y * R * P + r * P + p] and skinny_sum (grid any, block
-//   any) writes Z = alpha (their sum) + beta Z.
+//   block stores its sums into W[blockIdx.y * R * P + r * P + p] and 09_splitk.cu's
+//   splitk_reduce writes Z = alpha (their sum) + beta Z.
 #include "common.cuh"
 
 #ifndef PR
@@ -85,27 +85,14 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
     }
 }
 
-// Z = alpha (the sum of the `splits` R x P slices of W) + beta Z.
-extern "C" __global__ void skinny_sum(const float* __restrict__ W, float* __restrict__ Z,
-                                      int z_r, int z_p, int R, int P, int splits, float alpha,
-                                      float beta) {
-    const long long total = (long long)R * P;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        float sum = 0.0f;
-        for (int s = 0; s < splits; ++s) sum += W[s * total + i];
-        skinny_store(Z, i / P * z_r + i % P * z_p, sum, alpha, beta);
-    }
-}
-
 // skinny_rows: Z (P x R) = Y (P x K) X (K x R), X's rows (k) ldx floats apart and read along r.
 // Each thread owns 4 adjacent columns r of Z: per k it loads 4 floats of X (16 bytes where X's
 // rows start on 16 bytes; a warp reads 512 adjacent bytes) and multiplies them by the chunk's
 // Y[p][k], the same for every thread (a broadcast from shared memory), into 4 x PR sums.
 // Launch: block (32 * WARPS), grid (CEIL_DIV(R, 128 * WARPS), splits); element (p, k) of Y at
 //   Y[p * y_p + k * y_k], element (p, r) of Z at Z[p * z_p + r * z_r]; splits > 1 as skinny_dots
-//   (W holds P x R slices, row p, column r at p * R + r; skinny_sum takes z_r and z_p swapped
-//   roles: call it with R and P as the slice's rows and columns, P x R).
+//   (W holds P x R slices, row p, column r at p * R + r: splitk_reduce over P x R, with
+//   z_p and z_r as its row and column steps).
 extern "C" __global__ void __launch_bounds__(32 * WARPS)
 skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, int y_p, int y_k,
             float* __restrict__ Z, int z_p, int z_r, int R, int P, int K, float alpha,

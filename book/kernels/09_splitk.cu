@@ -9,18 +9,19 @@
 //   A B computed into W first); where beta is 0, C is written without being read (NaN there
 //   does not reach the result, as in BLAS).
 // Launch: any grid and block; every thread takes a grid-stride share of the M * N outputs. The
-//   slices of W are contiguous (M x N); C's rows are ldc floats apart.
+//   slices of W are contiguous (M x N); element (m, n) of C is at C[m * c_row + n * c_col]
+//   (c_row = ldc, c_col = 1 for book.sgemm's C; 09_skinny.cu's sums may store C's transpose).
 #include "common.cuh"
 
 extern "C" __global__ void splitk_reduce(const float* __restrict__ W, float* __restrict__ C,
-                                         int M, int N, int ldc, int splits, float alpha,
-                                         float beta) {
+                                         int M, int N, int c_row, int c_col, int splits,
+                                         float alpha, float beta) {
     const long long total = (long long)M * N;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         float sum = 0.0f;
         for (int z = 0; z < splits; ++z) sum += W[z * total + i];
-        float* c = C + i / N * ldc + i % N;
+        float* c = C + i / N * c_row + i % N * c_col;
         *c = beta == 0.0f ? alpha * sum : alpha * sum + beta * *c;
     }
 }
