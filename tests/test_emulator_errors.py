@@ -123,10 +123,10 @@ def test_integer_division_by_zero():
 
 
 def test_an_endless_loop_stops_at_the_time_limit(monkeypatch):
-    with pytest.raises(LaunchError, match=r"forever: the launch ran longer than 1 s and was stopped"):
+    with pytest.raises(LaunchError, match=r"forever: the launch ran for 1 s, the emulator.s limit, and was stopped: an endless loop, or more work.*Raise the limit with timeout_s= on the launch or BOOK_EMU_TIMEOUT_S"):
         bug("forever")(1, 32, (np.zeros(1, np.int32),), timeout_s=1)
     monkeypatch.setenv("BOOK_EMU_TIMEOUT_S", "0.5")
-    with pytest.raises(LaunchError, match=r"ran longer than 0.5 s"):
+    with pytest.raises(LaunchError, match=r"ran for 0.5 s, the emulator.s limit"):
         bug("forever")(1, 32, (np.zeros(1, np.int32),))
     monkeypatch.delenv("BOOK_EMU_TIMEOUT_S")
     still_works()
@@ -207,3 +207,38 @@ def test_sgemm_plans_are_clean_in_check_mode(check_mode):
     from book.profile.sanitize import cpu_check
     ids = [p.id for p in (Plan("64x64"), Plan("128x128", 3), Plan("64x128", 1, True))]
     assert cpu_check(ids, sizes=[(65, 66, 63)]) == {}
+
+
+def test_a_read_only_array_is_refused_before_the_launch():
+    """The kernel may write out (float*, not const): a read-only array is named before anything
+    runs (it used to run, then fail in numpy's copy back)."""
+    out = np.zeros(32, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(LaunchError, match=r"out is a read-only array, and the kernel may write it "
+                                          r"\(its parameter is float\*, not const\)"):
+        load_kernel(ROOT / "tests" / "kernels" / "learner.cu", "intrinsics")(
+            (1,), (4,), (np.ones(4, np.float32), out, np.zeros(2, np.uint32)))
+    still_works()
+
+
+def test_no_file_is_left_in_dev_shm_after_launches_and_errors():
+    """The arena that carries a launch's arrays lives in /dev/shm; a process that launched
+    kernels, one of them failing, removes it when it ends."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("import numpy as np\n"
+            "from book import load_kernel, LaunchError\n"
+            "from book.launch import emulator\n"
+            f"k = load_kernel({str(BUGS)!r}, 'divergent_barrier')\n"
+            "try:\n"
+            "    k(1, 32, (np.zeros(32, np.float32),))\n"
+            "except LaunchError:\n"
+            "    pass\n"
+            "print(emulator._worker.arena.path)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300, env={**__import__("os").environ,
+                                                      "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.name.startswith("cuda-emu-") and not path.exists()

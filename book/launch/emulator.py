@@ -272,7 +272,14 @@ class _Worker:
     def __init__(self):
         self.proc, self.arena = None, None
         self.lock = threading.Lock()
-        atexit.register(self.stop)
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Stop the worker and remove the arena's file from /dev/shm (at exit: nothing left)."""
+        self.stop()
+        if self.arena is not None:
+            self.arena.close()
+            self.arena = None
 
     def start(self) -> None:
         from_parent, to_child = os.pipe()
@@ -343,9 +350,12 @@ class _Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
-                raise KernelFault(f"the launch ran longer than {timeout_s:g} s and was stopped "
-                                  f"(an endless loop? set the limit with timeout_s= or "
-                                  f"BOOK_EMU_TIMEOUT_S)")
+                raise KernelFault(
+                    f"the launch ran for {timeout_s:g} s, the emulator's limit, and was stopped: "
+                    f"an endless loop, or more work than the emulator does in that time (it runs "
+                    f"every thread on the CPU, millions of times slower than a GPU; a naive "
+                    f"2048^3 matmul takes about half a minute). Raise the limit with "
+                    f"timeout_s= on the launch or BOOK_EMU_TIMEOUT_S=<seconds>")
             if select.select([self.recv_fd], [], [], min(left, 0.2))[0]:
                 chunk = os.read(self.recv_fd, n - len(data))
                 if not chunk:
@@ -385,6 +395,11 @@ def _layout(args, params) -> tuple[list, list, int]:
             offset += span
         copy = seen[key]
         copy.written |= not param.ctype.startswith("const")
+        if copy.written and not value.flags.writeable:
+            raise KernelFault(f"{param.name} is a read-only array, and the kernel may write it "
+                              f"(its parameter is {param.ctype}, not const): pass a writable "
+                              f"array (np.array(x) copies one), or declare the parameter "
+                              f"const {param.ctype}")
         places.append(("array", copy.start, copy.span, copy.at - copy.start, value.nbytes))
     return places, list(seen.values()), offset
 

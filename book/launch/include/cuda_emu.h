@@ -33,6 +33,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cassert>
 #include <cmath>
@@ -205,6 +206,12 @@ inline void syncthreads(int line) {
     swapcontext(&f->ctx, &w->scheduler);
 }
 
+// __syncthreads_count(pred): a barrier that also returns how many of the block's threads passed
+// a nonzero pred. After the first barrier every thread adds to the current slot; after the
+// second every thread reads it, and the first to read moves the block to the other slot (and
+// clears it) for the next call.
+inline int syncthreads_count(int line, bool pred);
+
 // Suspends the calling lane until every lane its mask names has reached a warp operation of the
 // same kind with the same mask; the scheduler then computes each lane's result.
 inline unsigned long long warp_op(WarpOp op, unsigned mask, unsigned long long value, unsigned src,
@@ -231,6 +238,10 @@ inline unsigned long long warp_op(WarpOp op, unsigned mask, unsigned long long v
 // warp operation's release a new epoch of that warp; two threads' accesses to one shared word in
 // the same epochs, one of them a write, are a race.
 inline thread_local unsigned block_epoch = 0;
+// __syncthreads_count/_and/_or: the block's sum of the predicates, in two slots used in turn
+// (the fibers of a block run one at a time on one OS thread, so plain thread_locals suffice).
+inline thread_local long long sync_sum[2] = {0, 0};
+inline thread_local unsigned sync_slot = 0;
 inline thread_local std::vector<unsigned> warp_epoch;
 struct SharedInfo;
 inline thread_local std::vector<SharedInfo*> shared_arrays;  // this OS thread's checked arrays
@@ -680,6 +691,8 @@ struct SharedInfo {
 
 inline void reset_shared_checks(unsigned n_threads) {
     block_epoch = 0;
+    sync_sum[0] = sync_sum[1] = 0;
+    sync_slot = 0;
     warp_epoch.assign((n_threads + 31) / 32, 0);
     for (SharedInfo* a : shared_arrays) std::fill(a->shadow.begin(), a->shadow.end(), Shadow{});
 }
@@ -808,6 +821,9 @@ struct shared_array {
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __syncthreads() ::cuda_emu::syncthreads(__LINE__)
+#define __syncthreads_count(pred) ::cuda_emu::syncthreads_count(__LINE__, pred)
+#define __syncthreads_and(pred) (::cuda_emu::syncthreads_count(__LINE__, !(pred)) == 0)
+#define __syncthreads_or(pred) (::cuda_emu::syncthreads_count(__LINE__, pred) != 0)
 #define __syncwarp(...) ::cuda_emu::syncwarp(__LINE__ __VA_OPT__(, ) __VA_ARGS__)
 #define __shfl_sync(...) ::cuda_emu::shfl(__LINE__, __VA_ARGS__)
 #define __shfl_up_sync(...) ::cuda_emu::shfl_up(__LINE__, __VA_ARGS__)
@@ -834,28 +850,112 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
-template <class T> inline T atomicSub(T* p, T v) { return std::atomic_ref<T>(*p).fetch_sub(v); }
-template <class T> inline T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
-template <class T> inline T atomicAnd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_and(v); }
-template <class T> inline T atomicOr(T* p, T v) { return std::atomic_ref<T>(*p).fetch_or(v); }
-template <class T> inline T atomicXor(T* p, T v) { return std::atomic_ref<T>(*p).fetch_xor(v); }
-template <class T> inline T atomicCAS(T* p, T expected, T desired) {
-    std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired);
+// Atomics: the value converts to the pointer's type, as CUDA's overloads take it (atomicAdd(p, 1)
+// on a float* or an unsigned* is legal CUDA).
+template <class T, class V> inline T atomicAdd(T* p, V v) {
+    return std::atomic_ref<T>(*p).fetch_add(static_cast<T>(v));
+}
+template <class T, class V> inline T atomicSub(T* p, V v) {
+    return std::atomic_ref<T>(*p).fetch_sub(static_cast<T>(v));
+}
+template <class T, class V> inline T atomicExch(T* p, V v) {
+    return std::atomic_ref<T>(*p).exchange(static_cast<T>(v));
+}
+template <class T, class V> inline T atomicAnd(T* p, V v) {
+    return std::atomic_ref<T>(*p).fetch_and(static_cast<T>(v));
+}
+template <class T, class V> inline T atomicOr(T* p, V v) {
+    return std::atomic_ref<T>(*p).fetch_or(static_cast<T>(v));
+}
+template <class T, class V> inline T atomicXor(T* p, V v) {
+    return std::atomic_ref<T>(*p).fetch_xor(static_cast<T>(v));
+}
+template <class T, class U, class V> inline T atomicCAS(T* p, U expected_in, V desired) {
+    T expected = static_cast<T>(expected_in);
+    std::atomic_ref<T>(*p).compare_exchange_strong(expected, static_cast<T>(desired));
     return expected;  // the old value, whether or not it was replaced
 }
-template <class T> inline T atomicMax(T* p, T v) {
+template <class T, class V> inline T atomicMax(T* p, V value) {
+    const T v = static_cast<T>(value);
     std::atomic_ref<T> a(*p);
     T old = a.load();
     while (old < v && !a.compare_exchange_weak(old, v)) {}
     return old;
 }
-template <class T> inline T atomicMin(T* p, T v) {
+template <class T, class V> inline T atomicMin(T* p, V value) {
+    const T v = static_cast<T>(value);
     std::atomic_ref<T> a(*p);
     T old = a.load();
     while (v < old && !a.compare_exchange_weak(old, v)) {}
     return old;
 }
+inline unsigned atomicInc(unsigned* p, unsigned limit) {  // ((old >= limit) ? 0 : old + 1)
+    std::atomic_ref<unsigned> a(*p);
+    unsigned old = a.load();
+    while (!a.compare_exchange_weak(old, old >= limit ? 0u : old + 1u)) {}
+    return old;
+}
+inline unsigned atomicDec(unsigned* p, unsigned limit) {  // ((old == 0 || old > limit) ? limit : old - 1)
+    std::atomic_ref<unsigned> a(*p);
+    unsigned old = a.load();
+    while (!a.compare_exchange_weak(old, (old == 0u || old > limit) ? limit : old - 1u)) {}
+    return old;
+}
+
+// The CUDA math API's fast and rounding intrinsics, and integer ones: the same values where CUDA
+// specifies them exactly (the fast ones are computed exactly here; on a GPU they are within the
+// documented ulps).
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return std::sqrt(x); }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __saturatef(float x) { return x != x ? 0.0f : std::fmin(std::fmax(x, 0.0f), 1.0f); }
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __powf(float a, float b) { return std::pow(a, b); }
+inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
+inline int __float2int_rz(float x) { return static_cast<int>(x); }
+inline int __float2int_rd(float x) { return static_cast<int>(std::floor(x)); }
+inline int __float2int_ru(float x) { return static_cast<int>(std::ceil(x)); }
+inline float __int2float_rn(int x) { return static_cast<float>(x); }
+inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline unsigned __umulhi(unsigned a, unsigned b) { return unsigned((unsigned long long)a * b >> 32); }
+inline int __mulhi(int a, int b) { return int((long long)a * b >> 32); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)((unsigned __int128)a * b >> 64);
+}
+inline int __mul24(int a, int b) {  // the low 32 bits of the product of a's and b's low 24 bits
+    return int((long long)(int(unsigned(a) << 8) >> 8) * (int(unsigned(b) << 8) >> 8));
+}
+inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline long long clock64() {  // nanoseconds of the host's clock: it counts up, as the SM's does
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace cuda_emu {
+inline int syncthreads_count(int line, bool pred) {
+    syncthreads(line);
+    const unsigned slot = sync_slot;
+    sync_sum[slot] += pred;
+    syncthreads(line);
+    const long long sum = sync_sum[slot];
+    if (sync_slot == slot) {  // the first thread past the second barrier
+        sync_slot = slot ^ 1u;
+        sync_sum[slot ^ 1u] = 0;
+    }
+    return static_cast<int>(sum);
+}
+}  // namespace cuda_emu
 
 // Bit manipulation (CUDA Math API, integer intrinsics).
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

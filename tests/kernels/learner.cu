@@ -1,0 +1,50 @@
+// Legal CUDA of the kinds learners write, which the emulator must accept (tests/test_learner_cuda.py).
+
+// Atomics with a literal of another type, on unsigned and float, global and shared.
+extern "C" __global__ void atomics(unsigned* count, float* total, int* hist, const int* keys, int n) {
+    __shared__ int local[4];
+    if (threadIdx.x < 4) local[threadIdx.x] = 0;
+    __syncthreads();
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        atomicAdd(count, 1);
+        atomicAdd(total, 1);
+        atomicAdd(&local[keys[i] % 4], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x < 4) atomicAdd(&hist[threadIdx.x], local[threadIdx.x]);
+}
+
+// Intrinsics of the CUDA math API, one per output.
+extern "C" __global__ void intrinsics(const float* x, float* out, unsigned* u) {
+    const float v = x[threadIdx.x];
+    float* o = out + 8 * threadIdx.x;
+    o[0] = rsqrtf(v);
+    o[1] = __fdividef(1.0f, v);
+    o[2] = __saturatef(v - 1.0f);
+    o[3] = __frcp_rn(v);
+    o[4] = (float)__float2int_rn(v);
+    o[5] = (float)__mul24(3, (int)v);
+    o[6] = __expf(0.0f) + __logf(1.0f);
+    o[7] = fminf(v, 2.0f);
+    if (threadIdx.x == 0) {
+        u[0] = __umulhi(0xFFFFFFFFu, 0x10u);
+        u[1] = (unsigned)(clock64() > 0);
+        __threadfence();
+    }
+}
+
+// Block-wide votes at a barrier.
+extern "C" __global__ void votes(const int* flags, int* out) {
+    const int f = flags[blockIdx.x * blockDim.x + threadIdx.x];
+    const int count = __syncthreads_count(f);
+    const int every = __syncthreads_and(f);
+    const int some = __syncthreads_or(f);
+    const int again = __syncthreads_count(!f);
+    if (threadIdx.x == 0) {
+        out[4 * blockIdx.x] = count;
+        out[4 * blockIdx.x + 1] = every;
+        out[4 * blockIdx.x + 2] = some;
+        out[4 * blockIdx.x + 3] = again;
+    }
+}
