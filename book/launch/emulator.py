@@ -131,11 +131,13 @@ def emulate_source(text: str) -> str:
 
 def _wrapper(text: str, kernels, check: bool = False) -> str:
     exports = "\n".join(
-        f'extern "C" int cuda_emu_launch_{k}(const unsigned* g, const unsigned* b, '
-        f'std::size_t smem, void** args, unsigned workers, char* err, std::size_t err_size, '
-        f'void* fault) '
-        f'{{ return ::cuda_emu::launch({k}, g, b, smem, args, workers, err, err_size, fault); }}'
-        for k in kernels)
+        f'extern "C" int cuda_emu_launch_{k}(const unsigned* cuda_emu_grid, '
+        f'const unsigned* cuda_emu_block, std::size_t cuda_emu_smem, void** cuda_emu_args, '
+        f'unsigned cuda_emu_workers, char* cuda_emu_err, std::size_t cuda_emu_err_size, '
+        f'void* cuda_emu_fault) '
+        f'{{ return ::cuda_emu::launch(::{k}, cuda_emu_grid, cuda_emu_block, cuda_emu_smem, '
+        f'cuda_emu_args, cuda_emu_workers, cuda_emu_err, cuda_emu_err_size, cuda_emu_fault); }}'
+        for k in kernels)  # the parameters' names cannot shadow a kernel's (a kernel named g)
     mode = "#define CUDA_EMU_CHECK 1\n" if check else ""  # the check mode's extra checks
     return (f'{mode}#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n'
             f'{exports}\n')

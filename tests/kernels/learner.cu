@@ -48,3 +48,9 @@ extern "C" __global__ void votes(const int* flags, int* out) {
         out[4 * blockIdx.x + 3] = again;
     }
 }
+
+// Kernels named like the emulator's own variables.
+extern "C" __global__ void g(float* x) { x[threadIdx.x] += 1.0f; }
+extern "C" __global__ void args(float* x) { x[threadIdx.x] += 2.0f; }
+extern "C" __global__ void err(float* x) { x[threadIdx.x] += 3.0f; }
+extern "C" __global__ void fault(float* x) { x[threadIdx.x] += 4.0f; }

@@ -810,7 +810,8 @@ struct shared_array {
 }  // namespace cuda_emu
 
 // ---- CUDA C keywords and built-ins -----------------------------------------------------------
-#define __global__
+#define __global__ __attribute__((visibility("hidden")))  // a kernel named err or fault
+                                                           // must not replace libc's own
 #define __device__
 #define __host__
 #define __forceinline__ inline
