@@ -1,8 +1,9 @@
 """Legal CUDA a learner writes -- atomics with literals of another type, shared-memory atomics,
 the math API's intrinsics, block-wide votes -- accepted and right on whichever backend runs."""
 import numpy as np
+import pytest
 
-from book import load_kernel, to_device, to_host, xp
+from book import BACKEND, LaunchError, load_kernel, to_device, to_host, xp
 from conftest import ROOT
 
 LEARNER = ROOT / "tests" / "kernels" / "learner.cu"
@@ -48,3 +49,29 @@ def test_any_kernel_name():
     for name in ("g", "args", "err", "fault"):
         load_kernel(LEARNER, name)((1,), (4,), (x,))
     assert list(to_host(x)) == [10.0] * 4
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="on a GPU a failed assert ends the CUDA context")
+def test_a_failed_device_assert_names_its_text_line_and_thread():
+    x = np.zeros(8, np.int32)
+    x[5] = -1
+    with pytest.raises(LaunchError, match=r"asserts: block \(0, 0, 0\), thread \(5, 0, 0\): device "
+                                          r"assert failed: `x\[threadIdx.x\] >= 0` \(learner.cu, "
+                                          r"line \d+, in void asserts\(const int\*\)\)"):
+        load_kernel(LEARNER, "asserts")((1,), (8,), (x,))
+    x[5] = 1
+    load_kernel(LEARNER, "asserts")((1,), (8,), (x,))  # and the next launch runs
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report")
+@pytest.mark.parametrize("name, args", [("recursion", ()), ("big_local", (np.int32(5),))])
+def test_a_stack_overflow_is_named_as_such(name, args):
+    out = np.zeros(4, np.int32)
+    with pytest.raises(LaunchError, match=rf"{name}: block \(0, 0, 0\), thread \(\d, 0, 0\): stack "
+                                          r"overflow: the thread used more than the emulator's 256 KiB"):
+        load_kernel(LEARNER, name)((1,), (4,), (out, *args))
+
+
+def test_the_stack_size_the_message_names_is_the_emulators():
+    from book.launch import emulator
+    assert f"kStackBytes = {emulator.STACK_KIB} * 1024;" in emulator.HEADER.read_text()

@@ -242,6 +242,8 @@ POINTERS = 256
 """Where in the arena's first page the worker writes the address it gave each array argument."""
 PROT_NONE, PROT_READ, PROT_WRITE = 0, 1, 2  # mmap(2)'s flags, as Linux numbers them
 MAP_SHARED, MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS, MAP_NORESERVE = 0x1, 0x2, 0x10, 0x20, 0x4000
+STACK_KIB = 256
+"""Each emulated thread's stack (cuda_emu.h's kStackBytes)."""
 TIMEOUT_S = 30.0
 """Default limit of one emulated launch in seconds (BOOK_EMU_TIMEOUT_S, or timeout_s= per call)."""
 
@@ -430,6 +432,10 @@ def _explain_crash(view, places, params, status: int) -> str:
     if not sig:
         return f"the emulator's worker process died (exit status {status})"
     who = "block ({}, {}, {}), thread ({}, {}, {}): ".format(*where) if in_kernel else ""
+    if code == -2:
+        return (f"{who}stack overflow: the thread used more than the emulator's "
+                f"{STACK_KIB} KiB of stack (recursion that goes too deep or never ends, or a "
+                f"large local array); a GPU thread's stack is small too (cudaLimitStackSize)")
     if sig == signal.SIGFPE:
         return who + ("integer division by zero (or INT_MIN / -1): on a GPU the result is "
                       "undefined" if code in (1, 2) else "an arithmetic trap (SIGFPE)")

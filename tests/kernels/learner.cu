@@ -54,3 +54,20 @@ extern "C" __global__ void g(float* x) { x[threadIdx.x] += 1.0f; }
 extern "C" __global__ void args(float* x) { x[threadIdx.x] += 2.0f; }
 extern "C" __global__ void err(float* x) { x[threadIdx.x] += 3.0f; }
 extern "C" __global__ void fault(float* x) { x[threadIdx.x] += 4.0f; }
+
+// A device assert that fails in one thread.
+extern "C" __global__ void asserts(const int* x) { assert(x[threadIdx.x] >= 0); }
+
+// A thread's stack overflowing: recursion without end, and a large local array.
+__device__ int deeper(int n, volatile int* sink) {
+    volatile int pad[64];
+    pad[0] = n;
+    *sink = pad[0];
+    return n + deeper(n + 1, sink) + pad[0];
+}
+extern "C" __global__ void recursion(int* out) { out[threadIdx.x] = deeper(0, out); }
+extern "C" __global__ void big_local(int* out, int i) {
+    volatile int local[1 << 20];  // 4 MiB
+    local[i] = threadIdx.x;
+    out[threadIdx.x] = local[i];
+}

@@ -100,6 +100,7 @@ struct Fiber {
     unsigned mask;
     unsigned long long value, result;
     unsigned src;             // for shuffles: the lane whose value this lane reads
+    char* stack;              // the lowest byte of its stack (a guard page comes first)
 };
 
 // The first error of a launch (any worker, any block) wins; the launch then stops.
@@ -166,6 +167,13 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
 #endif
         const Worker* w = worker;
         r->in_kernel = w != nullptr && w->current != nullptr;
+#if defined(__x86_64__) && defined(REG_RSP)
+        // The stack pointer below the fiber's guard page: its stack overflowed (code -2).
+        if (r->in_kernel && w->current->stack != nullptr &&
+            static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP] <
+                reinterpret_cast<long long>(w->current->stack) + 4096)
+            r->code = -2;
+#endif
         if (r->in_kernel) {
             r->block[0] = block_idx.x, r->block[1] = block_idx.y, r->block[2] = block_idx.z;
             r->thread[0] = thread_idx.x, r->thread[1] = thread_idx.y, r->thread[2] = thread_idx.z;
@@ -461,6 +469,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 f.state = READY;
                 getcontext(&f.ctx);
                 f.ctx.uc_stack.ss_sp = static_cast<char*>(stacks) + i * kStackBytes;
+                f.stack = static_cast<char*>(stacks) + i * kStackBytes;
                 f.ctx.uc_stack.ss_size = kStackBytes;
                 f.ctx.uc_link = &w.scheduler;
                 makecontext(&f.ctx, fiber_main, 0);
@@ -971,4 +980,16 @@ inline unsigned __brev(unsigned x) {
     x = (x >> 4 & 0x0F0F0F0Fu) | (x & 0x0F0F0F0Fu) << 4;
     x = (x >> 8 & 0x00FF00FFu) | (x & 0x00FF00FFu) << 8;
     return x >> 16 | x << 16;
+}
+
+// A failed device assert(): glibc's assert() calls __assert_fail. This library's own definition
+// (hidden, so the calls bind to it, not to libc's) reports the assertion's text, file and line
+// with the thread, as a GPU prints them, and stops the launch; outside a kernel it aborts.
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
+    const char* assertion, const char* file, unsigned int line, const char* function) noexcept {
+    if (::cuda_emu::worker == nullptr || ::cuda_emu::worker->current == nullptr) std::abort();
+    char what[768];
+    std::snprintf(what, sizeof what, "device assert failed: `%s` (%s, line %u, in %s)", assertion,
+                  file, line, function);
+    ::cuda_emu::fail_here(what);
 }
