@@ -75,3 +75,17 @@ def test_a_stack_overflow_is_named_as_such(name, args):
 def test_the_stack_size_the_message_names_is_the_emulators():
     from book.launch import emulator
     assert f"kStackBytes = {emulator.STACK_KIB} * 1024;" in emulator.HEADER.read_text()
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report")
+def test_dynamic_shared_memory_is_bounded_by_the_launchs_bytes():
+    out = np.zeros(4, np.float32)
+    kernel = load_kernel(LEARNER, "dynamic_shared")
+    kernel((1,), (4,), (out, np.int32(63)), shared_mem=256)  # the last float: fine
+    assert (out == 1).all()
+    with pytest.raises(LaunchError, match=r"wrote past the end of the dynamic shared memory "
+                                          r"\(extern __shared__\): the launch gave 256 bytes"):
+        kernel((1,), (4,), (out, np.int32(64)), shared_mem=256)
+    with pytest.raises(LaunchError, match=r"the launch gave 0 bytes \(shared_mem= of the launch, "
+                                          r"which was not given\)"):
+        kernel((1,), (4,), (out, np.int32(0)))

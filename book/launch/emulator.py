@@ -324,7 +324,7 @@ class _Worker:
             reply = self.wait(timeout_s)
             if reply is None:  # the worker died: its signal handler left a report
                 self.proc.wait()
-                message = _explain_crash(view, places, params, self.proc.returncode)
+                message = _explain_crash(view, places, params, self.proc.returncode, shared_mem)
                 self.stop()
                 raise KernelFault(message)
             for c in copies:
@@ -427,11 +427,16 @@ def _written_before(view, copies) -> str | None:
     return None
 
 
-def _explain_crash(view, places, params, status: int) -> str:
+def _explain_crash(view, places, params, status: int, shared_mem: int = 0) -> str:
     sig, code, write, in_kernel, address, *where = FAULT.unpack(view[:FAULT.size])
     if not sig:
         return f"the emulator's worker process died (exit status {status})"
     who = "block ({}, {}, {}), thread ({}, {}, {}): ".format(*where) if in_kernel else ""
+    if code == -3:
+        verb = {1: "wrote", 0: "read"}.get(write, "accessed")
+        return (f"{who}{verb} past the end of the dynamic shared memory (extern __shared__): "
+                f"the launch gave {shared_mem} bytes (shared_mem= of the launch"
+                + (", which was not given" if not shared_mem else "") + ")")
     if code == -2:
         return (f"{who}stack overflow: the thread used more than the emulator's "
                 f"{STACK_KIB} KiB of stack (recursion that goes too deep or never ends, or a "

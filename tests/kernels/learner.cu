@@ -71,3 +71,10 @@ extern "C" __global__ void big_local(int* out, int i) {
     local[i] = threadIdx.x;
     out[threadIdx.x] = local[i];
 }
+
+// Dynamic shared memory indexed at i (the launch gives shared_mem bytes, or none).
+extern "C" __global__ void dynamic_shared(float* out, int i) {
+    extern __shared__ float buf[];
+    buf[i] = 1.0f;
+    out[threadIdx.x] = buf[i];
+}

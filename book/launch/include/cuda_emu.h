@@ -130,6 +130,7 @@ inline thread_local uint3 block_idx{0, 0, 0};
 inline thread_local dim3 block_dim;
 inline thread_local dim3 grid_dim;
 inline thread_local unsigned char* dynamic_smem = nullptr;
+inline thread_local unsigned char* dynamic_guard = nullptr;  // the page right after it
 
 constexpr std::size_t kStackBytes = 256 * 1024;  // per fiber; untouched pages cost nothing
 
@@ -167,6 +168,9 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
 #endif
         const Worker* w = worker;
         r->in_kernel = w != nullptr && w->current != nullptr;
+        const auto* at = static_cast<unsigned char*>(info->si_addr);
+        if (dynamic_guard != nullptr && at >= dynamic_guard && at < dynamic_guard + 4096)
+            r->code = -3;  // past the end of the dynamic shared memory
 #if defined(__x86_64__) && defined(REG_RSP)
         // The stack pointer below the fiber's guard page: its stack overflowed (code -2).
         if (r->in_kernel && w->current->stack != nullptr &&
@@ -442,8 +446,15 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             errors->report("cannot map the fiber stacks of a block");
             return;
         }
-        const std::size_t smem_alloc = smem_bytes ? smem_bytes : 16;
-        auto* smem = static_cast<unsigned char*>(::operator new(smem_alloc, std::align_val_t(128)));
+        // Dynamic shared memory ends where an inaccessible page begins, so that an index past
+        // the bytes the launch gave (shared_mem=; none given: 0) faults, and is reported as such.
+        const std::size_t smem_alloc = (smem_bytes + 15) / 16 * 16;
+        const std::size_t smem_pages = (smem_alloc + 4095) / 4096 * 4096;
+        auto* smem_map = static_cast<unsigned char*>(mmap(nullptr, smem_pages + 4096,
+                                                          PROT_READ | PROT_WRITE,
+                                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        mprotect(smem_map + smem_pages, 4096, PROT_NONE);
+        auto* smem = smem_map + smem_pages - smem_alloc;
         std::vector<char> signal_stack(fault_report ? 1 << 16 : 0);
         if (fault_report) {
             stack_t ss{};
@@ -456,6 +467,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         block_dim = block;
         grid_dim = grid;
         dynamic_smem = smem;
+        dynamic_guard = smem_map + smem_pages;
         for (std::size_t b; !errors->failed && (b = next.fetch_add(1)) < n_blocks;) {
             block_idx = {unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
@@ -502,7 +514,8 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             off.ss_flags = SS_DISABLE;
             sigaltstack(&off, nullptr);
         }
-        ::operator delete(smem, std::align_val_t(128));
+        munmap(smem_map, smem_pages + 4096);
+        dynamic_guard = nullptr;
         give_stacks(stacks, stack_capacity);
         worker = nullptr;
     };
