@@ -89,3 +89,15 @@ def test_dynamic_shared_memory_is_bounded_by_the_launchs_bytes():
     with pytest.raises(LaunchError, match=r"the launch gave 0 bytes \(shared_mem= of the launch, "
                                           r"which was not given\)"):
         kernel((1,), (4,), (out, np.int32(0)))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="CuPy passes device pointers; this is the emulator's copy")
+def test_overlapping_views_of_one_array_share_its_memory():
+    """x = a[:10] and y = a[5:15] are one memory, as on a GPU: y[i] += x[i] for i < 5 reads
+    a[0:5] and writes a[5:10]. (Copied each on its own, x's copy back -- it is not const --
+    overwrote what the kernel wrote through y.)"""
+    a = np.arange(15, dtype=np.float32)
+    load_kernel(LEARNER, "shifted_add")((1,), (32,), (a[:10], a[5:15], np.int32(5)))
+    expect = np.arange(15, dtype=np.float32)
+    expect[5:10] += np.arange(5)
+    np.testing.assert_array_equal(a, expect)

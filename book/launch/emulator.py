@@ -384,28 +384,46 @@ class _Copy:
 
 
 def _layout(args, params) -> tuple[list, list, int]:
-    """Places every array argument in the arena so that its last byte ends a page; an array
-    passed twice gets one place. Returns (what the worker maps for each argument, the _Copy of
-    each array, the arena bytes needed)."""
-    places, seen, offset = [], {}, PAGE  # page 0: the fault report and the worker's addresses
-    for value, param in zip(args, params):
+    """Places every array argument in the arena so that its last byte ends a page. Arguments
+    whose memory overlaps -- an array passed twice, or two views of one array (a[:10], a[5:15])
+    -- share one place holding all of their bytes, as they share one memory on a GPU. Returns
+    (what the worker maps for each argument, the _Copy of each place, the arena bytes needed)."""
+    arrays = [(v.ctypes.data, v.ctypes.data + v.nbytes, i) for i, (v, p) in
+              enumerate(zip(args, params)) if p.pointer]
+    group_of, groups = {}, []  # argument -> index of its group; groups: [lo, hi, [arguments]]
+    for lo, hi, i in sorted(arrays):
+        if groups and lo < groups[-1][1]:  # overlaps the group before (sorted by start)
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append(i)
+        else:
+            groups.append([lo, hi, [i]])
+        group_of[i] = len(groups) - 1
+    copies, offset = [], PAGE  # page 0: the fault report and the worker's addresses
+    for lo, hi, members in groups:
+        first = args[members[0]]
+        whole = first if len(members) == 1 or all(
+            (args[i].ctypes.data, args[i].nbytes) == (lo, hi - lo) for i in members) else \
+            np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
+        span = max(PAGE, -(-(hi - lo) // PAGE) * PAGE)
+        copies.append(_Copy(whole, params[members[0]], offset + span - (hi - lo), offset, span))
+        offset += span
+    places = []
+    for i, (value, param) in enumerate(zip(args, params)):
         if not param.pointer:
             places.append(("scalar", np.asarray(value).tobytes()))
             continue
-        key = (value.ctypes.data, value.nbytes)
-        if key not in seen:
-            span = max(PAGE, -(-value.nbytes // PAGE) * PAGE)
-            seen[key] = _Copy(value, param, offset + span - value.nbytes, offset, span)
-            offset += span
-        copy = seen[key]
-        copy.written |= not param.ctype.startswith("const")
-        if copy.written and not value.flags.writeable:
+        g = group_of[i]
+        copy = copies[g]
+        written = not param.ctype.startswith("const")
+        copy.written |= written
+        if written and not value.flags.writeable:
             raise KernelFault(f"{param.name} is a read-only array, and the kernel may write it "
                               f"(its parameter is {param.ctype}, not const): pass a writable "
                               f"array (np.array(x) copies one), or declare the parameter "
                               f"const {param.ctype}")
-        places.append(("array", copy.start, copy.span, copy.at - copy.start, value.nbytes))
-    return places, list(seen.values()), offset
+        inside = value.ctypes.data - groups[g][0]
+        places.append(("array", copy.start, copy.span, copy.at - copy.start + inside, value.nbytes))
+    return places, copies, offset
 
 
 GUARD_BYTE = 0xFF
@@ -492,15 +510,15 @@ def serve(from_parent: int, to_parent: int) -> None:
                 pointers[i] = 0
                 continue
             _, start, span, data, _ = place
-            if start not in mapped:
+            if start not in mapped:  # one mapping per place; arguments that share it, inside
                 base = libc.mmap(None, span + 2 * GUARD, PROT_NONE,
                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                 libc.mmap(base + GUARD, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                           start)
                 reserved.append((base, span + 2 * GUARD))
-                mapped[start] = base + GUARD + data
-            values.append(mapped[start])
-            pointers[i] = mapped[start]
+                mapped[start] = base + GUARD
+            values.append(mapped[start] + data)
+            pointers[i] = mapped[start] + data
         cells, argv = _argv(values)
         error = _call(library, kernel, grid, block, smem, argv, workers,
                       ctypes.addressof(ctypes.c_char.from_buffer(page0)))

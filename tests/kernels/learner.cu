@@ -78,3 +78,9 @@ extern "C" __global__ void dynamic_shared(float* out, int i) {
     buf[i] = 1.0f;
     out[threadIdx.x] = buf[i];
 }
+
+// Two views of one array, both writable: y[i] += x[i] where y starts 5 floats after x.
+extern "C" __global__ void shifted_add(float* x, float* y, int n) {
+    const int i = threadIdx.x;
+    if (i < n) y[i] += x[i];
+}
