@@ -101,3 +101,19 @@ def test_overlapping_views_of_one_array_share_its_memory():
     expect = np.arange(15, dtype=np.float32)
     expect[5:10] += np.arange(5)
     np.testing.assert_array_equal(a, expect)
+
+
+def test_shared_arrays_in_every_declaration_form_work():
+    out = xp.zeros(2, dtype=xp.float32)
+    load_kernel(LEARNER, "shared_forms")((1,), (32,), (out, np.int32(0)))
+    assert list(to_host(out)) == [11.0, 2.0]
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check")
+def test_shared_arrays_in_every_declaration_form_are_checked():
+    """Bs is the second array of `__shared__ float As[4][8], Bs[4][8];` on the line of {: its
+    index 32 (row 4 of 4) is reported, not read from the emulator's own memory."""
+    out = np.zeros(2, np.float32)
+    with pytest.raises(LaunchError, match=r"index 4 of __shared__ Bs is out of bounds: Bs is "
+                                          r"float\[4\]\[8\]"):
+        load_kernel(LEARNER, "shared_forms")((1,), (32,), (out, np.int32(32)))

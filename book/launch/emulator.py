@@ -100,9 +100,53 @@ _EXTERN_SHARED = re.compile(
     re.M)
 
 
-_STATIC_SHARED = re.compile(
-    r"^(\s*)__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w ]*?)\s+(\w+)\s*"
-    r"((?:\[[^\]\[]+\]\s*)+);", re.M)
+_SHARED_DECL = re.compile(
+    r"(?:^|(?<=[{;]))(?P<indent>[ \t]*)(?P<quals>(?:(?:static|volatile)\s+)*)__shared__\s+"
+    r"(?P<rest>(?:__align__\s*\(\s*\d+\s*\)\s*)?[^;{}()]*);", re.M)
+"""A static __shared__ declaration, whatever its form: at a line's start or after { or ; on
+it, with static or volatile, one or several declarators (``float As[16][16], Bs[16][16];``)."""
+_DECLARATOR = re.compile(r"^\s*(\w+)\s*((?:\[[^\]\[]+\]\s*)*)$")
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def _checked_shared(match: re.Match) -> str:
+    """Each array of a static __shared__ declaration as cuda_emu.h's shared_array (its indices
+    checked; in check mode its accesses too); each scalar as a plain static thread_local. A form
+    it cannot read is left as it was (the __shared__ macro then makes it static thread_local)."""
+    indent, rest = match.group("indent"), match.group("rest")
+    rest = re.sub(r"__align__\s*\(\s*\d+\s*\)\s*", "", rest)
+    rest = re.sub(r"\bvolatile\b\s*", "", rest).strip()
+    pieces = _split_top(rest)
+    head = re.match(r"^([A-Za-z_][\w ]*?)\s+(\w+\s*(?:\[[^\]\[]+\]\s*)*)$", pieces[0].strip())
+    if not head:
+        return match.group(0)
+    ctype, declarators = head.group(1), [head.group(2)] + pieces[1:]
+    out = []
+    for text in declarators:
+        d = _DECLARATOR.match(text)
+        if not d:
+            return match.group(0)
+        name, dims = d.groups()
+        sizes = re.findall(r"\[([^\]]+)\]", dims)
+        if not sizes:
+            out.append(f"static thread_local {ctype} {name};")
+            continue
+        args = ", ".join(f"({x})" for x in sizes)
+        declared = ctype + "".join(f"[{x.strip()}]" for x in sizes)
+        out.append(f'static thread_local ::cuda_emu::shared_array<{ctype}, {args}> {name}'
+                   f'{{"{name}", "{declared}"}};')
+    return indent + " ".join(out)
 
 
 def checking() -> bool:
@@ -111,20 +155,11 @@ def checking() -> bool:
     return os.environ.get("BOOK_EMU_CHECK", "0") == "1"
 
 
-def _checked_shared(match: re.Match) -> str:
-    indent, ctype, name, dims = match.groups()
-    sizes = re.findall(r"\[([^\]]+)\]", dims)
-    args = ", ".join(f"({d})" for d in sizes)
-    declared = ctype + "".join(f"[{d.strip()}]" for d in sizes)
-    return (f'{indent}static thread_local ::cuda_emu::shared_array<{ctype}, {args}> {name}'
-            f'{{"{name}", "{declared}"}};')
-
-
 def emulate_source(text: str) -> str:
     """Rewrite every static ``__shared__`` array into cuda_emu.h's shared_array (its indices are
     checked; in check mode its accesses too) and ``extern __shared__ T name[];`` to read the
     launch's dynamic shared buffer."""
-    text = _STATIC_SHARED.sub(_checked_shared, text)
+    text = _SHARED_DECL.sub(_checked_shared, text)
     return _EXTERN_SHARED.sub(
         r"\1#define \3 (reinterpret_cast<\2*>(::cuda_emu::dynamic_smem))", text)
 

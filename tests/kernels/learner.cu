@@ -84,3 +84,19 @@ extern "C" __global__ void shifted_add(float* x, float* y, int n) {
     const int i = threadIdx.x;
     if (i < n) y[i] += x[i];
 }
+
+// __shared__ in the forms tutorials write; i: the index each thread uses (out of bounds or not).
+extern "C" __global__ void shared_forms(float* out, int i) { __shared__ float As[4][8], Bs[4][8];
+    static __shared__ float Cs[16];
+    volatile __shared__ int flag;
+    __shared__ __align__(16) float Ds[8], total;
+    const int t = threadIdx.x;
+    if (t == 0) flag = 1, total = 0.0f;
+    As[t % 4][t % 8] = 1.0f;
+    Bs[t % 4][t % 8] = 2.0f;
+    Cs[t % 16] = 3.0f;
+    Ds[t % 8] = 4.0f;
+    __syncthreads();
+    if (t == 0) out[0] = As[0][0] + Bs[0][0] + Cs[0] + Ds[0] + flag + total;
+    if (t == 1) out[1] = Bs[i / 8][i % 8];
+}
