@@ -117,3 +117,13 @@ def test_shared_arrays_in_every_declaration_form_are_checked():
     with pytest.raises(LaunchError, match=r"index 4 of __shared__ Bs is out of bounds: Bs is "
                                           r"float\[4\]\[8\]"):
         load_kernel(LEARNER, "shared_forms")((1,), (32,), (out, np.int32(32)))
+
+
+@pytest.mark.parametrize("check", ["0", "1"])
+def test_shared_memory_written_through_a_pointer_then_read_by_index(check, monkeypatch):
+    """In check mode too: the float4 stores through &s[0] are not tracked, so the reads by index
+    after them must not be reported as reads of unwritten memory (they were)."""
+    monkeypatch.setenv("BOOK_EMU_CHECK", check)
+    out = xp.zeros(32, dtype=xp.float32)
+    load_kernel(LEARNER, "shared_through_pointer")((1,), (32,), (out,))
+    assert (to_host(out) == 5.0).all()

@@ -100,3 +100,12 @@ extern "C" __global__ void shared_forms(float* out, int i) { __shared__ float As
     if (t == 0) out[0] = As[0][0] + Bs[0][0] + Cs[0] + Ds[0] + flag + total;
     if (t == 1) out[1] = Bs[i / 8][i % 8];
 }
+
+// Shared memory written through a pointer (a float4 store), then read by index.
+extern "C" __global__ void shared_through_pointer(float* out) {
+    __shared__ float s[128];
+    float4* v = reinterpret_cast<float4*>(&s[0]);
+    v[threadIdx.x] = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+    __syncthreads();
+    out[threadIdx.x] = s[4 * threadIdx.x] + s[4 * threadIdx.x + 3];
+}

@@ -693,7 +693,9 @@ inline unsigned activemask(int line) {  // see release_active
 // built with -DCUDA_EMU_CHECK) an element read or written through `name[i][j]` is also checked for
 // races and for reads of words no thread of the block has written (compute-sanitizer's racecheck
 // and initcheck). Accesses through a pointer taken from the array (`&name[i][j]`, float4 loads)
-// and dynamic `extern __shared__` arrays are not checked.
+// and dynamic `extern __shared__` arrays are not checked; once a pointer has been taken from an
+// array in a block, reads of it by index are no longer reported as unwritten (the pointer may
+// have written them).
 #ifdef CUDA_EMU_CHECK
 constexpr bool kCheck = true;
 #else
@@ -709,6 +711,7 @@ struct SharedInfo {
     const char* declared;  // "float[16][16]"
     std::vector<std::size_t> dims;
     std::vector<Shadow> shadow;
+    bool escaped = false;  // a raw pointer was taken from it in this block
 };
 
 inline void reset_shared_checks(unsigned n_threads) {
@@ -716,7 +719,10 @@ inline void reset_shared_checks(unsigned n_threads) {
     sync_sum[0] = sync_sum[1] = 0;
     sync_slot = 0;
     warp_epoch.assign((n_threads + 31) / 32, 0);
-    for (SharedInfo* a : shared_arrays) std::fill(a->shadow.begin(), a->shadow.end(), Shadow{});
+    for (SharedInfo* a : shared_arrays) {
+        std::fill(a->shadow.begin(), a->shadow.end(), Shadow{});
+        a->escaped = false;
+    }
 }
 
 inline int element_text(char* out, std::size_t size, const SharedInfo& a, std::size_t flat) {
@@ -751,7 +757,7 @@ inline void check_access(SharedInfo& a, std::size_t flat, bool write) {
     int other = -1;
     if (unordered(s.writer, s.write_block, s.write_warp)) clash = "wrote", other = s.writer;
     else if (write && unordered(s.reader, s.read_block, s.read_warp)) clash = "read", other = s.reader;
-    if (clash || (!write && s.writer < 0)) {
+    if (clash || (!write && s.writer < 0 && !a.escaped)) {
         char element[96], what[512];
         element_text(element, sizeof element, a, flat);
         const unsigned bx = block_dim.x, by = block_dim.y;
@@ -794,7 +800,10 @@ struct shared_ref {  // one element: reads and writes go through the checks
     const shared_ref& operator-=(T v) const { return *this = T(*this) - v; }
     const shared_ref& operator*=(T v) const { return *this = T(*this) * v; }
     const shared_ref& operator/=(T v) const { return *this = T(*this) / v; }
-    T* operator&() const { return p; }  // a raw pointer: accesses through it are not checked
+    T* operator&() const {  // a raw pointer: accesses through it are not checked
+        info->escaped = true;
+        return p;
+    }
 };
 
 template <class T, std::size_t... D> struct shared_view;
@@ -811,9 +820,15 @@ struct shared_view<T, N, R...> {  // the array, or a row of it, with N elements 
         else
             return shared_view<T, R...>{data[i], info, flat * N + std::size_t(i)};
     }
-    operator element*() const { return data; }
+    operator element*() const {
+        info->escaped = true;
+        return data;
+    }
     using whole = typename array_of<T, N, R...>::type;  // as a reference to the (sub)array
-    operator whole&() const { return *reinterpret_cast<whole*>(data); }
+    operator whole&() const {
+        info->escaped = true;
+        return *reinterpret_cast<whole*>(data);
+    }
 };
 
 template <class T, std::size_t... D>
@@ -826,7 +841,10 @@ struct shared_array {
     }
     ~shared_array() { std::erase(shared_arrays, &info); }
     auto operator[](long long i) { return shared_view<T, D...>{data, &info, 0}[i]; }
-    operator typename shared_view<T, D...>::element*() { return data; }
+    operator typename shared_view<T, D...>::element*() {
+        info.escaped = true;
+        return data;
+    }
 };
 
 }  // namespace cuda_emu
