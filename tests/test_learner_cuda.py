@@ -127,3 +127,14 @@ def test_shared_memory_written_through_a_pointer_then_read_by_index(check, monke
     out = xp.zeros(32, dtype=xp.float32)
     load_kernel(LEARNER, "shared_through_pointer")((1,), (32,), (out,))
     assert (to_host(out) == 5.0).all()
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")
+def test_a_cuda_library_header_is_named_as_unsupported(tmp_path):
+    src = tmp_path / "halves.cu"
+    src.write_text('#include <cuda_fp16.h>\nextern "C" __global__ void halves(float* y) {\n'
+                   '    y[threadIdx.x] = __half2float(__float2half(y[threadIdx.x]));\n}\n')
+    from book.launch.runtime import KernelCompileError
+    with pytest.raises(KernelCompileError, match=r"halves.cu includes cuda_fp16.h, a CUDA library "
+                                                 r"header the CPU emulator does not provide"):
+        load_kernel(src, "halves")

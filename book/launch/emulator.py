@@ -149,6 +149,18 @@ def _checked_shared(match: re.Match) -> str:
     return indent + " ".join(out)
 
 
+_CUDA_HEADERS = re.compile(
+    r"^\s*#\s*include\s*[<\"]((?:cuda_fp16|cuda_bf16|cuda_fp8|mma|cooperative_groups|cuda_pipeline|"
+    r"cuda_awbarrier|curand_kernel|curand|cuda/[\w/]+|cub/[\w/.]+|thrust/[\w/.]+|"
+    r"cooperative_groups/[\w/.]+)(?:\.h|\.hpp|\.cuh)?)[>\"]", re.M)
+
+
+def unsupported_header(text: str) -> str | None:
+    """The first CUDA library header ``text`` includes that the emulator does not provide."""
+    m = _CUDA_HEADERS.search(text)
+    return m.group(1) if m else None
+
+
 def checking() -> bool:
     """Whether the emulator's check mode is on (``BOOK_EMU_CHECK=1``): shared-memory races,
     reads of unwritten shared memory and out-of-bounds indices of __shared__ arrays."""

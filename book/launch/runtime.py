@@ -240,7 +240,14 @@ class _Module:
             self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
             self._functions = {}
         else:
-            from .emulator import CompileError, CpuModule
+            from .emulator import CompileError, CpuModule, unsupported_header
+            missing = unsupported_header(self.text)
+            if missing:
+                raise KernelCompileError(f"{self.filename} includes {missing}, a CUDA library "
+                                         f"header the CPU emulator does not provide (it runs "
+                                         f"CUDA C with float, double and integer types, and the "
+                                         f"book's TF32 tensor-core instructions): run this kernel "
+                                         f"on a GPU, or do without {missing}")
             self._report_or_compile_error(debug=True)  # NVRTC first: the GPU's own compile errors
             try:
                 self._cpu = CpuModule(self.text, self.filename, list(self.signatures), defines)
