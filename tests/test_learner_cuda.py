@@ -138,3 +138,11 @@ def test_a_cuda_library_header_is_named_as_unsupported(tmp_path):
     with pytest.raises(KernelCompileError, match=r"halves.cu includes cuda_fp16.h, a CUDA library "
                                                  r"header the CPU emulator does not provide"):
         load_kernel(src, "halves")
+
+
+def test_atomic_inc_and_dec_wrap_at_the_limit():
+    """10 increments with limit 4 from 0 end at 0 (4 wraps to 0); 10 decrements from 0 end at 0
+    (0 wraps to the limit 4, then counts down: 4 3 2 1 0 4 3 2 1 0)."""
+    c = xp.zeros(2, dtype=xp.uint32)
+    load_kernel(LEARNER, "wrap_counters")((1,), (10,), (c,))
+    assert list(to_host(c)) == [0, 0]

@@ -109,3 +109,9 @@ extern "C" __global__ void shared_through_pointer(float* out) {
     __syncthreads();
     out[threadIdx.x] = s[4 * threadIdx.x] + s[4 * threadIdx.x + 3];
 }
+
+// atomicInc and atomicDec wrap as CUDA defines them.
+extern "C" __global__ void wrap_counters(unsigned* c) {
+    atomicInc(&c[0], 4u);
+    atomicDec(&c[1], 4u);
+}

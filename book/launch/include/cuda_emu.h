@@ -930,17 +930,17 @@ template <class T, class V> inline T atomicMin(T* p, V value) {
     while (v < old && !a.compare_exchange_weak(old, v)) {}
     return old;
 }
-inline unsigned atomicInc(unsigned* p, unsigned limit) {  // ((old >= limit) ? 0 : old + 1)
+template <class F> inline unsigned atomic_update(unsigned* p, F next) {  // old -> next(old)
     std::atomic_ref<unsigned> a(*p);
     unsigned old = a.load();
-    while (!a.compare_exchange_weak(old, old >= limit ? 0u : old + 1u)) {}
+    while (!a.compare_exchange_weak(old, next(old))) {}
     return old;
 }
-inline unsigned atomicDec(unsigned* p, unsigned limit) {  // ((old == 0 || old > limit) ? limit : old - 1)
-    std::atomic_ref<unsigned> a(*p);
-    unsigned old = a.load();
-    while (!a.compare_exchange_weak(old, (old == 0u || old > limit) ? limit : old - 1u)) {}
-    return old;
+inline unsigned atomicInc(unsigned* p, unsigned limit) {
+    return atomic_update(p, [limit](unsigned old) { return old >= limit ? 0u : old + 1u; });
+}
+inline unsigned atomicDec(unsigned* p, unsigned limit) {
+    return atomic_update(p, [limit](unsigned old) { return old == 0u || old > limit ? limit : old - 1u; });
 }
 
 // The CUDA math API's fast and rounding intrinsics, and integer ones: the same values where CUDA
