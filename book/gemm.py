@@ -40,7 +40,7 @@ import pandas as pd
 
 from .harness import results
 from .harness.measure import build_ahead, sweep
-from .launch.runtime import BACKEND, LaunchError, load_kernel, xp
+from .launch.runtime import BACKEND, LaunchError, load_kernel, to_host, xp
 from .registry import KernelSpec, async_tile, ceil_div, warptile
 
 CONFIGS = {
@@ -157,9 +157,8 @@ class Plan:
             raise LaunchError(f"{self.id} cannot run here: it {why}")
         if self.layout == "nn":
             self.run(A, B, C, M, N, K, *self.spec.row_lengths(A, B, C, M, N, K))
-            return
-        a, b = stored_operands(A, B, self.layout)
-        self.run(a, b, C, M, N, K, a.shape[1], b.shape[1], C.shape[1])
+        else:
+            _launch_in_layout(self, A, B, C, M, N, K)
 
     def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
             shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
@@ -173,10 +172,9 @@ class Plan:
         to a scratch matrix first: M N floats written and read once more."""
         if (alpha, beta) != (1.0, 0.0):
             if self.streamk or _launches(self, M, N, K, lda, ldb, ldc)[3]:  # it writes C itself
-                work = _workspace(M * N, slot=1)
-                tmp = work.reshape(M, N) if BACKEND == "gpu" else xp.empty((M, N), xp.float32)
+                tmp = _workspace(M * N, slot=1).reshape(M, N)
                 self.run(A, B, tmp, M, N, K, lda, ldb, N, shares)
-                _epilogue(tmp if BACKEND != "gpu" else work, C, M, N, ldc, 1, alpha, beta)
+                _epilogue(tmp, C, M, N, ldc, 1, 1, alpha, beta)
                 return
         if self.pad_b and (ldb % 4 or _address(B) % 16):
             B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
@@ -190,7 +188,7 @@ class Plan:
             return
         work = _workspace(grid[2] * M * N)
         kernel(grid, (A, B, _arg(work), *sizes))
-        _epilogue(work, C, M, N, ldc, grid[2], alpha, beta)
+        _epilogue(work, C, M, N, ldc, 1, grid[2], alpha, beta)
 
     def _streamk(self, A, B, C, M, N, K, lda, ldb, ldc, shares):
         """Stream-K: one block per tile for the whole waves, then ``shares`` blocks over equal
@@ -258,9 +256,15 @@ class Skinny:
     def builds(self) -> list[tuple[str, dict, tuple]]:
         return [("09_skinny.cu", {"PR": self.pr, "WARPS": SKINNY_WARPS}, ())]
 
+    @property
+    def per_block(self) -> int:
+        """Rows (dots) or columns (rows) of the large operand one block of 09_skinny.cu takes."""
+        if not self.dots:
+            return 128 * SKINNY_WARPS
+        return SKINNY_WARPS * (4 if self.pr <= 8 else 2 if self.pr == 16 else 1)
+
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
-        a, b = stored_operands(A, B, self.layout)
-        self.run(a, b, C, M, N, K, a.shape[1], b.shape[1], C.shape[1])
+        _launch_in_layout(self, A, B, C, M, N, K)
 
     def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
             shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
@@ -279,18 +283,13 @@ class Skinny:
             if not self.dots:              # rows: Y(m, k) = A(m, k); Z(m, n)
                 y, z = a_mk, (ldc, 1)
         splits = max(1, min(self.splits, ceil_div(K, 128)))
-        per_block = (128 * SKINNY_WARPS if not self.dots else
-                     SKINNY_WARPS * (4 if self.pr <= 8 else 2 if self.pr == 16 else 1))
-        grid = (ceil_div(R, per_block), splits)
+        grid = (ceil_div(R, self.per_block), splits)
         work = _workspace(splits * R * P) if splits > 1 else _workspace(1)
         _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
             _arg(X), *_ints(ldx), _arg(Y), *_ints(*y), _arg(C), *_ints(*z, R, P, K),
             np.float32(alpha), np.float32(beta), _arg(work)))
         if splits > 1:  # the slices: R x P (dots) or P x R (rows), each z's steps in that order
-            rows, cols = (R, P) if self.dots else (P, R)
-            _reducer()((min(ceil_div(R * P, 256), 4096),), (256,), (
-                _arg(work), _arg(C), *_ints(rows, cols, *z, splits), np.float32(alpha),
-                np.float32(beta)))
+            _epilogue(work, C, *((R, P) if self.dots else (P, R)), *z, splits, alpha, beta)
 
 
 SKINNY_PR = (1, 2, 4, 8, 16, 32)
@@ -316,10 +315,7 @@ def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> 
         if few > SKINNY_PR[-1]:
             continue
         pr = next(p for p in SKINNY_PR if p >= few)
-        plan = Skinny(side, pr, 1, layout)
-        per_block = (SKINNY_WARPS * (4 if pr <= 8 else 2 if pr == 16 else 1) if plan.dots
-                     else 128 * SKINNY_WARPS)
-        blocks = ceil_div(big, per_block)
+        blocks = ceil_div(big, Skinny(side, pr, 1, layout).per_block)
         plans += [Skinny(side, pr, s, layout) for s in SKINNY_SPLITS
                   if s == 1 or (K >= 512 * s and blocks * s <= 4 * sms)]
     return plans
@@ -401,10 +397,12 @@ def _workspace(size: int, slot: int = 0):
     return work[:size]
 
 
-def _epilogue(work, C, M: int, N: int, ldc: int, splits: int, alpha: float, beta: float) -> None:
-    """C = alpha (the sum of the ``splits`` M x N slices of ``work``) + beta C (09_splitk.cu)."""
-    grid = (min(ceil_div(M * N, 256), 4096),)
-    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(M, N, ldc, 1, splits),
+def _epilogue(work, C, rows: int, cols: int, c_row: int, c_col: int, splits: int,
+              alpha: float, beta: float) -> None:
+    """C = alpha (the sum of the ``splits`` rows x cols slices of ``work``) + beta C, element
+    (i, j) of C at C[i c_row + j c_col] (09_splitk.cu's splitk_reduce)."""
+    grid = (min(ceil_div(rows * cols, 256), 4096),)
+    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(rows, cols, c_row, c_col, splits),
                               np.float32(alpha), np.float32(beta)))
 
 
@@ -610,9 +608,7 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
         return 0.0
     if isinstance(plan, Skinny):
         R, P = (M, N) if plan.side == "n" else (N, M)
-        per_block = (SKINNY_WARPS * (4 if plan.pr <= 8 else 2 if plan.pr == 16 else 1)
-                     if plan.dots else 128 * SKINNY_WARPS)
-        warps = ceil_div(R, per_block) * SKINNY_WARPS * plan.splits
+        warps = ceil_div(R, plan.per_block) * SKINNY_WARPS * plan.splits
         x = 4 * R * K
         t = max(x / _bandwidth(), x / (min(warps, sms * 64) * WARP_BYTES_S)) + LAUNCH_S
         return t + ((2 * plan.splits + 1) * 4 * R * P / _bandwidth() + LAUNCH_S
@@ -627,7 +623,7 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
         extra += 8 * K * 4 * ceil_div(N, 4) / bw + LAUNCH_S
     if plan.streamk:
         whole = tiles // (sms * r) * (sms * r)
-        t = whole // (sms * r) * steps * step / 1  # whole waves at full load
+        t = whole // (sms * r) * steps * step  # whole waves at full load
         rest = (tiles - whole) * steps
         if rest:
             share = ceil_div(rest, sms * r)
@@ -818,17 +814,15 @@ def _tf32x3(A, B, out, alpha: float, beta: float) -> None:
                           f"{why}; precision='fp32' runs on every GPU")
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
-    direct = out.flags.c_contiguous and (alpha, beta) == (1.0, 0.0)
-    c = out if direct else xp.empty((M, N), dtype=xp.float32)
-    bad = tf32x3_wgmma(a, b, c, M, N, K, TF32X3_DEFINES)
-    flags = bad.get() if BACKEND == "gpu" else bad
-    rows, cols = np.flatnonzero(flags[:M]), np.flatnonzero(flags[M:])
-    if rows.size:  # Inf or NaN in these rows of A: FFMA gives their Inf and NaN as cuBLAS does
-        c[rows, :] = sgemm(a[rows], b)
-    if cols.size:
-        c[:, cols] = sgemm(a, xp.ascontiguousarray(b[:, cols]))
-    if not direct:
-        out[...] = alpha * c + beta * out if beta != 0.0 else alpha * c
+
+    def product(c):
+        flags = to_host(tf32x3_wgmma(a, b, c, M, N, K, TF32X3_DEFINES))
+        rows, cols = np.flatnonzero(flags[:M]), np.flatnonzero(flags[M:])
+        if rows.size:  # Inf or NaN in these rows of A: FFMA gives their Inf and NaN as cuBLAS's
+            c[rows, :] = sgemm(a[rows], b)
+        if cols.size:
+            c[:, cols] = sgemm(a, xp.ascontiguousarray(b[:, cols]))
+    _into(out, alpha, beta, product)
 
 
 def _known(M: int, N: int, K: int, layout: str) -> bool:
@@ -841,11 +835,17 @@ def _fallback(plan: Plan, A, B, out, alpha: float, beta: float) -> None:
     A, B or out are not C-contiguous), alpha and beta applied after it."""
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
+    _into(out, alpha, beta, lambda c: plan.run(a, b, c, M, N, K, K, N, N))
+
+
+def _into(out, alpha: float, beta: float, product) -> None:
+    """out = alpha A B + beta out, where ``product(c)`` writes A B into a C-contiguous c: out
+    itself where it is one and alpha, beta are 1, 0; else a scratch matrix, then the sum."""
     direct = out.flags.c_contiguous and (alpha, beta) == (1.0, 0.0)
-    c = out if direct else xp.empty((M, N), dtype=xp.float32)
-    plan.run(a, b, c, M, N, K, K, N, N)
+    c = out if direct else xp.empty(out.shape, dtype=xp.float32)
+    product(c)
     if not direct:
-        out[...] = alpha * c + (beta * out if beta != 0.0 else 0.0)
+        out[...] = alpha * c + beta * out if beta != 0.0 else alpha * c
 
 
 def _operand(x, name: str) -> tuple:
@@ -884,6 +884,13 @@ def _whole(x, ld: int):
     whole = xp.full((x.shape[0], ld), xp.nan, dtype=xp.float32)
     whole[:, :x.shape[1]] = x
     return whole
+
+
+def _launch_in_layout(plan, A, B, C, M: int, N: int, K: int) -> None:
+    """``plan.launch`` for a plan of transposed operands: on A and B (C-contiguous) as its
+    layout stores them (``stored_operands``)."""
+    a, b = stored_operands(A, B, plan.layout)
+    plan.run(a, b, C, M, N, K, a.shape[1], b.shape[1], C.shape[1])
 
 
 _STORED: dict = {}
@@ -971,17 +978,23 @@ def suite(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
     """``book.sgemm`` and cuBLAS on every shape, checked then timed, in ``rounds`` interleaved
     rounds; one row per shape and kernel with the median GFLOP/s of the rounds."""
     shapes = shapes or (SUITE if BACKEND == "gpu" else CPU_SUITE)
-    runs = pd.concat([sweep([BookSgemm], [shape], progress=progress).assign(round=r)
-                      for r in range(rounds) for shape in shapes])
-    keys = ["M", "N", "K", "kernel"]
-    med = runs.groupby(keys, sort=False).agg(
-        label=("label", "first"), gflops=("gflops", "median"), rel_error=("rel_error", "max"),
-        status=("status", lambda s: "ok" if (s == "ok").all() else s[s != "ok"].iloc[0]),
-        device=("device", "first"), date=("date", "first")).reset_index()
+    med = _rounds([BookSgemm], shapes, rounds, progress=progress)
     base = med[med.kernel == "cublas"].set_index(["M", "N", "K"]).gflops
     med["pct_of_cublas"] = 100 * med.gflops.to_numpy() / base.reindex(
         pd.MultiIndex.from_frame(med[["M", "N", "K"]])).to_numpy()
     return med
+
+
+def _rounds(specs, shapes, rounds: int, **sweep_args) -> pd.DataFrame:
+    """``specs`` on every shape, checked then timed, in ``rounds`` interleaved rounds (sweep's
+    arguments as given); one row per shape and kernel: the median GFLOP/s of the rounds, the
+    largest error, and 'ok' only where every round's check was."""
+    runs = pd.concat([sweep(specs, [shape], **sweep_args).assign(round=r)
+                      for r in range(rounds) for shape in shapes])
+    return runs.groupby(["M", "N", "K", "kernel"], sort=False).agg(
+        label=("label", "first"), gflops=("gflops", "median"), rel_error=("rel_error", "max"),
+        status=("status", lambda s: "ok" if (s == "ok").all() else s[s != "ok"].iloc[0]),
+        device=("device", "first"), date=("date", "first")).reset_index()
 
 
 HELDOUT_SEED, HELDOUT_COUNT = 20261125, 40
@@ -1130,12 +1143,7 @@ def layouts(shapes=None, rounds: int = 3) -> pd.DataFrame:
         shapes = ([(4096, 4096, 4096)] + heldout_shapes()[:10] if BACKEND == "gpu"
                   else [(33, 17, 65), (64, 40, 24)])
     specs = [InLayout(lay, lib) for lay in LAYOUTS for lib in (False, True)]
-    runs = pd.concat([sweep(specs, [shape], baseline=False).assign(round=r)
-                      for r in range(rounds) for shape in shapes])
-    med = runs.groupby(["M", "N", "K", "kernel"], sort=False).agg(
-        label=("label", "first"), gflops=("gflops", "median"), rel_error=("rel_error", "max"),
-        status=("status", lambda s: "ok" if (s == "ok").all() else s[s != "ok"].iloc[0]),
-        device=("device", "first"), date=("date", "first")).reset_index()
+    med = _rounds(specs, shapes, rounds, baseline=False)
     med["layout"] = med.kernel.str[-2:]
     med["library"] = np.where(med.kernel.str.startswith("cublas"), "cuBLAS", "book.sgemm")
     lib = med[med.library == "cuBLAS"].set_index(["M", "N", "K", "layout"]).gflops

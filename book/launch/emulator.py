@@ -497,8 +497,8 @@ def _explain_crash(view, places, params, status: int, shared_mem: int = 0) -> st
     if not sig:
         return f"the emulator's worker process died (exit status {status})"
     who = "block ({}, {}, {}), thread ({}, {}, {}): ".format(*where) if in_kernel else ""
+    verb = {1: "wrote", 0: "read"}.get(write, "accessed")
     if code == -3:
-        verb = {1: "wrote", 0: "read"}.get(write, "accessed")
         return (f"{who}{verb} past the end of the dynamic shared memory (extern __shared__): "
                 f"the launch gave {shared_mem} bytes (shared_mem= of the launch"
                 + (", which was not given" if not shared_mem else "") + ")")
@@ -509,7 +509,6 @@ def _explain_crash(view, places, params, status: int, shared_mem: int = 0) -> st
     if sig == signal.SIGFPE:
         return who + ("integer division by zero (or INT_MIN / -1): on a GPU the result is "
                       "undefined" if code in (1, 2) else "an arithmetic trap (SIGFPE)")
-    verb = {1: "wrote", 0: "read"}.get(write, "accessed")
     addresses = np.frombuffer(view, np.uint64, len(places), POINTERS)
     nearest = []
     for i, (place, param) in enumerate(zip(places, params)):

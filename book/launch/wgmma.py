@@ -49,24 +49,20 @@ def _kernels(defines: tuple = DEFINES):
     return pack_split, main, smem
 
 
-_NO_SCALES = {}
-
-
+@lru_cache(maxsize=1)
 def _no_scales():
     """A stand-in for the exponent arrays where the build does not scale (never read)."""
-    if "x" not in _NO_SCALES:
-        _NO_SCALES["x"] = xp.zeros(1, dtype=xp.int32)
-    return _NO_SCALES["x"]
+    return xp.zeros(1, dtype=xp.int32)
 
 
 def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DEFINES,
          ea=None, eb=None) -> None:
     """Split A and B into their records (from :func:`records`), in one launch; scaled by the
     exponents ``ea`` and ``eb`` where ``defines`` has SCALED = 1."""
-    none = _no_scales()
     _kernels(tuple(defines))[0]((_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2), (256, 1),
                                 (A, B, a_records, b_records, *map(np.int32, (M, N, K)),
-                                 none if ea is None else ea, none if eb is None else eb))
+                                 _no_scales() if ea is None else ea,
+                                 _no_scales() if eb is None else eb))
 
 
 @lru_cache(maxsize=1)
@@ -99,14 +95,13 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES):
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
         _workspace[key] = (records(M, K), records(N, K))
     a_records, b_records = _workspace[key]
-    ea = eb = bad = None
+    ea = eb = _no_scales()
+    bad = None
     if dict(defines).get("SCALED"):
         ea, eb, bad = exponents(A, B, M, N, K)
     pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
     kernel, smem = _kernels(tuple(defines))[1:]
     grid = (_ceil(N, TILE), _ceil(M, TILE))
-    none = _no_scales()
-    kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
-                            none if ea is None else ea, none if eb is None else eb),
+    kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)), ea, eb),
            shared_mem=smem)
     return bad
