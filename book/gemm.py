@@ -85,7 +85,7 @@ CPU_SUITE = [(64, 64, 64), (33, 17, 65), (16, 16, 600), (96, 40, 8), (130, 70, 3
 
 PLANS_FILE, SUITE_FILE, CANDIDATES_FILE = "09_sgemm_plans", "09_sgemm_suite", "09_sgemm_candidates"
 OVERHEAD_FILE = "09_sgemm_overhead"
-HELDOUT_FILE, LAYOUTS_FILE = "09_sgemm_heldout", "09_sgemm_layouts"
+HELDOUT_FILE, LAYOUTS_FILE, MODEL_FILE = "09_sgemm_heldout", "09_sgemm_layouts", "09_sgemm_model"
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,8 @@ class Skinny:
     M <= pr). The layout says how the large operand lies: read along k (A as is where N is few,
     B transposed where M is few), skinny_dots; read along C's long side (A transposed where N is
     few, B as is where M is few), skinny_rows. ``splits``: blocks over K per group of rows or
-    columns (their sums added by 09_splitk.cu's splitk_reduce). Launches like a Plan."""
+    columns (their sums added by 09_splitk.cu's splitk_reduce). Side 'k': few k (K <= pr), where
+    writing C is the cost: skinny_outer, in any layout, never split. Launches like a Plan."""
 
     side: str
     pr: int
@@ -229,14 +230,18 @@ class Skinny:
     chapter = 9
     config = "skinny"
     streamk, pad_b = False, False
+    leading_dims = False  # (it takes them; the sanitizer's padded-row pass is for the tiles)
 
     def __post_init__(self):
-        if self.side not in ("n", "m") or self.pr not in SKINNY_PR or self.layout not in LAYOUTS:
+        if (self.side not in ("n", "m", "k") or self.pr not in SKINNY_PR or self.layout not in LAYOUTS
+                or (self.side == "k" and self.splits != 1)):
             raise ValueError(f"no skinny plan {self}")
 
     @property
     def dots(self) -> bool:
         """Whether the large operand's rows run along k (skinny_dots), else along C (skinny_rows)."""
+        if self.side == "k":
+            return False
         return self.layout[0] == "n" if self.side == "n" else self.layout[1] == "t"
 
     @property
@@ -246,6 +251,8 @@ class Skinny:
 
     @property
     def label(self) -> str:
+        if self.side == "k":
+            return f"few k (K <= {self.pr})" + LAYOUT_LABELS[self.layout]
         few = "N" if self.side == "n" else "M"
         return (f"few columns ({few} <= {self.pr})" + (f", split-K {self.splits}" if self.splits > 1
                                                        else "") + LAYOUT_LABELS[self.layout])
@@ -259,7 +266,7 @@ class Skinny:
     @property
     def per_block(self) -> int:
         """Rows (dots) or columns (rows) of the large operand one block of 09_skinny.cu takes."""
-        if not self.dots:
+        if not self.dots:  # skinny_rows; skinny_outer: these columns of OUTER_ROWS rows
             return 128 * SKINNY_WARPS
         return SKINNY_WARPS * (4 if self.pr <= 8 else 2 if self.pr == 16 else 1)
 
@@ -272,6 +279,12 @@ class Skinny:
         # (k, n) of B at B[k ldb + n] as is, B[n ldb + k] transposed; (m, k) of A likewise.
         b_kn = (ldb, 1) if self.layout[1] == "n" else (1, ldb)
         a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
+        if self.side == "k":
+            grid = (ceil_div(N, self.per_block), ceil_div(M, OUTER_ROWS))
+            _skinny(self.pr, "skinny_outer")(grid, (32 * SKINNY_WARPS,), (
+                _arg(A), *_ints(*a_mk), _arg(B), *_ints(*b_kn), _arg(C),
+                *_ints(ldc, M, N, K), np.float32(alpha), np.float32(beta)))
+            return
         if self.side == "n":  # C (M x N, N few) = A B
             X, ldx, Y, R, P = A, lda, B, M, N
             y, z = b_kn, (ldc, 1)          # dots: Y(k, n); Z(m, n)
@@ -282,7 +295,7 @@ class Skinny:
             y, z = a_mk[::-1], (1, ldc)    # dots: C^T = B^T A^T, Y(k, m) = A(m, k); Z(n, m)
             if not self.dots:              # rows: Y(m, k) = A(m, k); Z(m, n)
                 y, z = a_mk, (ldc, 1)
-        splits = max(1, min(self.splits, ceil_div(K, 128)))
+        splits = max(1, min(self.splits, ceil_div(K, 32 if self.dots else 8)))
         grid = (ceil_div(R, self.per_block), splits)
         work = _workspace(splits * R * P) if splits > 1 else _workspace(1)
         _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
@@ -295,6 +308,7 @@ class Skinny:
 SKINNY_PR = (1, 2, 4, 8, 16, 32)
 """The column counts 09_skinny.cu is built for (a shape with P columns runs the smallest >= P)."""
 SKINNY_WARPS = 8
+OUTER_ROWS = 16  # rows of C per block of skinny_outer (as 09_skinny.cu defines it)
 SKINNY_SPLITS = (1, 2, 4, 8, 16, 32, 64)
 WARP_BYTES_S = 25e9
 """Bytes per second one warp of 09_skinny.cu streams from X, for the cost model (an estimate:
@@ -307,17 +321,18 @@ def _skinny(pr: int, name: str):
 
 
 def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:
-    """The skinny plans that read this shape and layout: N <= 32 with A as is, M <= 32 with B
-    transposed; each split count that leaves every block at least four chunks of k and the GPU
-    no more than four blocks per SM."""
-    plans = []
+    """The skinny plans that read this shape and layout: few columns of C (N <= 32) or few rows
+    (M <= 32), each split count that leaves every block at least 32 values of k (8 in
+    skinny_rows) and the GPU no more than eight blocks per SM; few k (K <= 32)."""
+    plans = [Skinny("k", next(p for p in SKINNY_PR if p >= K), 1, layout)] if K <= SKINNY_PR[-1] else []
     for side, few, big in (("n", N, M), ("m", M, N)):
         if few > SKINNY_PR[-1]:
             continue
         pr = next(p for p in SKINNY_PR if p >= few)
-        blocks = ceil_div(big, Skinny(side, pr, 1, layout).per_block)
+        one = Skinny(side, pr, 1, layout)
+        blocks, step = ceil_div(big, one.per_block), 32 if one.dots else 8
         plans += [Skinny(side, pr, s, layout) for s in SKINNY_SPLITS
-                  if s == 1 or (K >= 512 * s and blocks * s <= 4 * sms)]
+                  if s == 1 or (K >= step * s and blocks * s <= 8 * sms)]
     return plans
 
 
@@ -471,7 +486,7 @@ def plan_by_id(plan_id: str) -> Plan:
     for stream-K, ``_padb`` after it where B is padded, then ``_tn``, ``_nt`` or ``_tt`` for
     transposed operands (the ids in results files); ``sgemm_skinny<n|m><pr>_k<splits>`` for
     the few-column kernel."""
-    sk = re.fullmatch(r"sgemm_skinny([nm])(\d+)_k(\d+)(?:_(tn|nt|tt))?", plan_id)
+    sk = re.fullmatch(r"sgemm_skinny([nmk])(\d+)_k(\d+)(?:_(tn|nt|tt))?", plan_id)
     if sk:
         return Skinny(sk.group(1), int(sk.group(2)), int(sk.group(3)), sk.group(4) or "nn")
     m = re.fullmatch(r"sgemm_(.+)_(?:k(\d+)|(sk))(_padb)?(?:_(tn|nt|tt))?", plan_id)
@@ -492,6 +507,7 @@ def sanitizer_plans() -> list[Plan]:
     transposed += [Skinny(side, pr, s, lay) for side, lay in (("n", "nn"), ("n", "nt"), ("m", "nt"),
                                                                ("m", "tt"))
                    for pr in (1, 8, 32) for s in (1, 3)]
+    transposed += [Skinny("k", pr, 1, lay) for pr in (4, 32) for lay in LAYOUTS]
     return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan(c, streamk=True) for c in CONFIGS]
             + [Plan("64x128", 1, True)] + transposed + [Plan(FALLBACK)])
 
@@ -516,7 +532,7 @@ def candidates(M: int, N: int, K: int, sms: int = 132, configs=None,
                 plans += [Plan(name, s, pad, layout=layout) for pad in pads]
         if name in STREAMK_CONFIGS:
             plans += [Plan(name, 1, pad, streamk=True, layout=layout) for pad in pads]
-    return plans + skinny_plans(M, N, K, layout, sms)
+    return skinny_plans(M, N, K, layout, sms) + plans  # (first where the model ties: launch-bound)
 
 
 _PLANS: list = [None]  # plans set in this process (use_plans), before any saved table
@@ -555,6 +571,9 @@ LONE = 1.5
 """How much faster than in a full SM a block runs alone on its SM, where two or more fit."""
 STREAMK_STEP = 1.15
 """Stream-K's shares run their steps this much slower than whole tiles (chapter 9)."""
+OUTER_RATE = 0.25
+"""skinny_outer's FMA rate as a share of the tile kernels' best: it loads a value of A per four
+FMAs (an estimate; the first call times it beside the tile plans)."""
 
 
 def _blocks_per_sm(config: str) -> int:
@@ -606,19 +625,23 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
     per extra kernel."""
     if plan.config == FALLBACK:
         return 0.0
+    floor = 4 * (M * K + K * N + M * N) / _bandwidth() + LAUNCH_S  # every plan moves its bytes
+    if isinstance(plan, Skinny) and plan.side == "k":  # a load of A per 4 FMAs: a quarter's rate
+        return max(floor, 2 * M * N * K / (OUTER_RATE * max(_rates().values()) * 1e9) + LAUNCH_S)
     if isinstance(plan, Skinny):
         R, P = (M, N) if plan.side == "n" else (N, M)
         warps = ceil_div(R, plan.per_block) * SKINNY_WARPS * plan.splits
-        x = 4 * R * K
+        x = 4 * (R + P) * K
         t = max(x / _bandwidth(), x / (min(warps, sms * 64) * WARP_BYTES_S)) + LAUNCH_S
-        return t + ((2 * plan.splits + 1) * 4 * R * P / _bandwidth() + LAUNCH_S
-                    if plan.splits > 1 else 0.0)
+        return max(floor, t + ((2 * plan.splits + 1) * 4 * R * P / _bandwidth() + LAUNCH_S
+                               if plan.splits > 1 else 0.0))
     spec = _spec(plan.config)
     (bm, bn), bk = spec.tile, _BK[plan.config]
     r = _blocks_per_sm(plan.config)
     step = 2 * bm * bn * bk / (_rates()[plan.config] * 1e9) * sms * r  # one block-step, full GPU
     tiles, steps = ceil_div(M, bm) * ceil_div(N, bn), ceil_div(K, bk)
-    bw, extra = _bandwidth(), 0.0
+    bw = _bandwidth()
+    extra = 4 * M * N / bw  # C, written after the k-loop (what sets the pace where K is small)
     if plan.pad_b and N % 4:
         extra += 8 * K * 4 * ceil_div(N, 4) / bw + LAUNCH_S
     if plan.streamk:
@@ -628,13 +651,13 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
         if rest:
             share = ceil_div(rest, sms * r)
             t += share * step * STREAMK_STEP + 2 * sms * r * bm * bn * 4 / bw + 2 * LAUNCH_S
-        return t + extra
+        return max(floor, t + extra)
     s = min(plan.splits, steps)
     blocks, per_block = tiles * s, ceil_div(steps, s)
     t = per_block * step / r * max(ceil_div(blocks, sms), min(LONE, r))
     if s > 1:
         t += (2 * s + 1) * M * N * 4 / bw + LAUNCH_S
-    return t + extra
+    return max(floor, t + extra)
 
 
 def ranked(M: int, N: int, K: int, sms: int = 132, layout: str = "nn") -> list:
@@ -643,7 +666,7 @@ def ranked(M: int, N: int, K: int, sms: int = 132, layout: str = "nn") -> list:
                   key=lambda p: model_seconds(p, M, N, K, sms))
 
 
-FIRST_CALL = 4
+FIRST_CALL = 6
 """How many of the model's best plans the first call of a new shape times on a GPU."""
 _LEARNED: dict = {}
 
@@ -985,6 +1008,10 @@ def suite(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
     return med
 
 
+SUITE_COLUMNS = ["M", "N", "K", "kernel", "label", "gflops", "rel_error", "status", "device",
+                 "date", "pct_of_cublas"]
+
+
 def _rounds(specs, shapes, rounds: int, **sweep_args) -> pd.DataFrame:
     """``specs`` on every shape, checked then timed, in ``rounds`` interleaved rounds (sweep's
     arguments as given); one row per shape and kernel: the median GFLOP/s of the rounds, the
@@ -1017,14 +1044,15 @@ REGRET_S = 0.03
 """GPU seconds each candidate is timed for the regret (after its check)."""
 
 
-def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
+def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``book.sgemm`` beside cuBLAS on the held-out shapes and the suite (``suite``: checked, then
     ``rounds`` interleaved rounds, medians), each book.sgemm row with the plan it chose (``plan``)
-    and its regret: that plan's time over the fastest candidate's, every candidate of the shape
+    and, off the suite, its regret: that plan's time over the fastest candidate's, every candidate of the shape
     checked and timed once for about REGRET_S, the chosen plan among them (``regret_pct``,
     ``best_plan``), and the seconds of its first call in this process (``first_call_s``: where
     this GPU has not met the shape before, the choice of its plan). ``set`` says held-out or
-    suite."""
+    suite. Also returns every candidate's measured time beside the cost model's (``model_us``,
+    ``measured_us``; ``chosen`` marks the plan book.sgemm runs), one row per shape and plan."""
     from .harness.device import device_report
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
@@ -1032,13 +1060,20 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFram
     first = {shape: _first_call_seconds(*shape) for shape in shapes}
     med = suite(shapes, rounds, progress)
     sms = device_report().get("sms", 132)
-    extra = {}
+    extra, model = {}, []
+    suite_shapes = set(SUITE) | set(CPU_SUITE)
     for shape in shapes:
         chosen = plan_for(*shape)
+        if shape in suite_shapes:  # its plan is the tuning run's best (09_sgemm_candidates)
+            extra[shape] = {"plan": chosen.id, "regret_pct": np.nan, "best_plan": ""}
+            continue
         plans = {p.id: p for p in candidates(*shape, sms=sms)} | {chosen.id: chosen}
         quick = sweep(list(plans.values()), [shape], baseline=False, target_s=REGRET_S,
                       min_repeat=1)
         ok = quick[quick.status == "ok"].set_index("kernel").time_ms
+        model += [{"M": shape[0], "N": shape[1], "K": shape[2], "plan": pid,
+                   "model_us": 1e6 * model_seconds(plans[pid], *shape, sms),
+                   "measured_us": 1e3 * ms, "chosen": pid == chosen.id} for pid, ms in ok.items()]
         regret = 100 * (ok.get(chosen.id, np.nan) / ok.min() - 1) if len(ok) else np.nan
         extra[shape] = {"plan": chosen.id, "regret_pct": regret,
                         "best_plan": ok.idxmin() if len(ok) else "--"}
@@ -1050,11 +1085,10 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFram
     for col in ("plan", "regret_pct", "best_plan"):
         med[col] = [extra[(m, n, k)][col] if b else (np.nan if col == "regret_pct" else "")
                     for m, n, k, b in zip(med.M, med.N, med.K, book)]
-    suite_shapes = set(SUITE) | set(CPU_SUITE)
     med["set"] = ["suite" if s in suite_shapes else "held-out" for s in zip(med.M, med.N, med.K)]
     seconds = 2e-9 * med.M * med.N * med.K / med.gflops
     med["pct_of_copy"] = 100 * 4 * (med.M * med.K + med.K * med.N + med.M * med.N) / seconds / _bandwidth()
-    return med
+    return med, pd.DataFrame(model)
 
 
 def _first_call_seconds(M: int, N: int, K: int) -> float:
@@ -1376,8 +1410,11 @@ def main(argv: list[str]) -> int:
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
     if "--heldout" in argv:
-        df = results.keep(heldout(progress=True), HELDOUT_FILE)
-        print(df.to_string())
+        df, model = heldout(progress=True)
+        results.keep(model, MODEL_FILE)
+        print(results.keep(df, HELDOUT_FILE).to_string())
+        if "--suite" not in argv and "--tune" not in argv:  # the suite's rows are its figures
+            results.keep(df[df.set == "suite"][SUITE_COLUMNS].reset_index(drop=True), SUITE_FILE)
         print(heldout_summary(df).round(1).to_string())
     if "--layouts" in argv:
         df = results.keep(layouts(), LAYOUTS_FILE)

@@ -146,3 +146,9 @@ def test_atomic_inc_and_dec_wrap_at_the_limit():
     c = xp.zeros(2, dtype=xp.uint32)
     load_kernel(LEARNER, "wrap_counters")((1,), (10,), (c,))
     assert list(to_host(c)) == [0, 0]
+
+
+def test_a_shared_row_passes_as_a_pointer_or_an_array():
+    out = xp.zeros(32, dtype=xp.float32)
+    load_kernel(LEARNER, "shared_rows")((1,), (32,), (out,))
+    assert np.all(to_host(out) == 5 + 10 + 12 + 11)

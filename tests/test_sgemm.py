@@ -33,6 +33,12 @@ def _as_layout(x, transposed: bool):
     return to_device(np.ascontiguousarray(x.T).copy()).T if transposed else to_device(x.copy())
 
 
+def _force(monkeypatch, plan):
+    """sgemm runs ``plan`` whatever the shape (and a GPU's first call does not time others)."""
+    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
+    monkeypatch.setenv("BOOK_SGEMM_LEARN", "0")
+
+
 @pytest.mark.parametrize("plan", [S.Plan("64x64"), S.Plan("64x64", 3), S.Plan("128x128", streamk=True)])
 @pytest.mark.parametrize("layout", S.LAYOUTS)
 @pytest.mark.parametrize("out_layout", "nt")
@@ -40,7 +46,7 @@ def test_sgemm_takes_transposed_views_without_a_copy_and_alpha_beta(plan, layout
                                                                    monkeypatch):
     """A and B C- or F-contiguous (X.T), out too (C^T = B^T A^T is computed then); C = alpha A B
     + beta C; where beta is 0, NaN in out does not reach C (out is written, not read)."""
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
+    _force(monkeypatch, plan)
     M, N, K = 37, 30, 41
     a, b = random_inputs(M, N, K, seed=7)
     c0 = np.random.default_rng(3).random((M, N)).astype(np.float32)
@@ -82,6 +88,17 @@ def test_the_skinny_kernels_are_right_on_odd_shapes(side, layout, splits):
         assert (table == "ok").all().all(), table.to_string()
 
 
+@pytest.mark.parametrize("layout", S.LAYOUTS)
+def test_the_few_k_kernel_is_right_on_odd_shapes(layout):
+    """09_skinny.cu's skinny_outer (K <= PR; C is the cost) in every layout, with the smallest
+    PR that holds K and with PR = 32; C's rows unaligned to 16 bytes as well (N odd)."""
+    shapes = [(5, 7, 1), (37, 300, 3), (130, 517, 16), (64, 33, 32), (1, 1, 1), (17, 1029, 9)]
+    for M, N, K in shapes:
+        prs = {next(p for p in S.SKINNY_PR if p >= K), 32}
+        table = check_kernels([S.Skinny("k", pr, 1, layout) for pr in prs], [(M, N, K)])
+        assert (table == "ok").all().all(), table.to_string()
+
+
 def test_skinny_plans_apply_where_c_has_few_rows_or_columns():
     assert {p.side for p in S.skinny_plans(4096, 7, 4096)} == {"n"}
     assert {(p.side, p.dots) for p in S.skinny_plans(7, 4096, 4096)} == {("m", False)}
@@ -89,6 +106,8 @@ def test_skinny_plans_apply_where_c_has_few_rows_or_columns():
     assert {(p.side, p.dots) for p in S.skinny_plans(4096, 7, 4096, "tn")} == {("n", False)}
     assert all(p.pr == 8 for p in S.skinny_plans(4096, 7, 4096))
     assert S.skinny_plans(4096, 33, 4096) == []
+    assert [p.id for p in S.skinny_plans(4096, 4096, 5)] == ["sgemm_skinnyk8_k1"]
+    assert S.plan_by_id("sgemm_skinnyk8_k1_tn") == S.Skinny("k", 8, 1, "tn")
     assert S.ranked(8192, 1, 8192)[0].config == "skinny"  # GEMV: read A once
     with pytest.raises(ValueError, match="no skinny plan"):
         S.Skinny("m", 7, 1, "nn")
@@ -100,7 +119,7 @@ def test_skinny_plans_apply_where_c_has_few_rows_or_columns():
 def test_sgemm_runs_a_skinny_plan_with_alpha_beta(shape, layout, monkeypatch):
     M, N, K = shape
     plan = S.skinny_plans(M, N, K, layout)[0]
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
+    _force(monkeypatch, plan)
     a, b = random_inputs(M, N, K, seed=11)
     c0 = np.random.default_rng(4).random((M, N)).astype(np.float32)
     A, B = _as_layout(a, layout[0] == "t"), _as_layout(b, layout[1] == "t")
@@ -166,7 +185,7 @@ def test_sgemm_refuses_an_out_of_the_wrong_shape():
 def _sgemm_on_wider_arrays(plan, monkeypatch, M, N, K, extras, seed):
     """sgemm(A, B, out) with each of them X[:, :n] of an array `extras` floats wider (NaN
     there); asserts that C is right and that out's padding is left as it was."""
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
+    _force(monkeypatch, plan)
     a, b = random_inputs(M, N, K, seed=seed)
     wide = [to_device(np.pad(x, ((0, 0), (0, extra)), constant_values=np.nan))
             for x, extra in zip((a, b, np.zeros((M, N), np.float32)), extras)]
@@ -298,8 +317,10 @@ def test_the_held_out_shapes_are_seeded_log_uniform_and_fit():
 
 
 def test_heldout_records_the_plan_its_regret_and_the_first_call():
-    df = S.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
+    df, model = S.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
     b = df[df.kernel == S.BookSgemm.id]
+    assert (model.groupby(["M", "N", "K"]).chosen.sum() == 1).all()
+    assert (model.model_us > 0).all() and (model.measured_us > 0).all()
     assert (b.status == "ok").all() and (b.regret_pct >= 0).all() and (b.first_call_s > 0).all()
     assert all(S.plan_by_id(p) for p in b.plan) and set(b.set) == {"held-out"}
     summary = S.heldout_summary(df)

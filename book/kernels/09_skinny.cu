@@ -3,7 +3,8 @@
 // lies in memory. skinny_dots: X's rows run along k (A as is with N few; B transposed with M
 // few, as C^T = B^T A^T), Z = X Y is P <= PR columns of dot products. skinny_rows: X's rows run
 // along the long side of C (B as is with M few; A transposed with N few, as C^T = B^T A^T),
-// Z = Y X is P <= PR rows. book.sgemm picks the kernel from the shape and the layout.
+// Z = Y X is P <= PR rows. A third, skinny_outer (at the end), is for few k instead: C is large
+// and A and B small. book.sgemm picks the kernel from the shape and the layout.
 // Idea: the tile kernels are bound by their FMAs; here the cost is reading X once, and the whole
 //   of it meets only P columns. A warp computes RW rows of Z: for each chunk of KC values of k,
 //   the block copies the chunk of Y into shared memory (rows padded to PR + 1 floats, so that
@@ -42,7 +43,7 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
     __shared__ float Ys[KC][PR + 1];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int r0 = (blockIdx.x * WARPS + warp) * RW;
-    const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), KC) * KC;  // k's per block: whole chunks
+    const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), 32) * 32;  // k's per block: whole warps
     const int k_begin = blockIdx.y * per, k_end = min(K, k_begin + per);
     float acc[RW][PR] = {};
     for (int k0 = k_begin; k0 < k_end; k0 += KC) {
@@ -93,13 +94,22 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
 //   Y[p * y_p + k * y_k], element (p, r) of Z at Z[p * z_p + r * z_r]; splits > 1 as skinny_dots
 //   (W holds P x R slices, row p, column r at p * R + r: splitk_reduce over P x R, with
 //   z_p and z_r as its row and column steps).
+#define UNROLL 4
+
+__device__ __forceinline__ void rows_step(float (&acc)[PR][4], const float* y, const float (&x)[4]) {
+#pragma unroll
+    for (int p = 0; p < PR; ++p)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[p][j] += y[p] * x[j];
+}
+
 extern "C" __global__ void __launch_bounds__(32 * WARPS)
 skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, int y_p, int y_k,
             float* __restrict__ Z, int z_p, int z_r, int R, int P, int K, float alpha,
             float beta, float* __restrict__ W) {
     __shared__ float Ys[KC][PR];
     const int r = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), KC) * KC;
+    const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), 8) * 8;  // few columns of X: fine splits
     const int k_begin = blockIdx.y * per, k_end = min(K, k_begin + per);
     const bool vec = (ldx & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0 &&
                      r + 3 < R;
@@ -112,22 +122,25 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
         __syncthreads();
         const int kn = min(KC, k_end - k0);
         if (r < R) {
-            for (int kk = 0; kk < kn; ++kk) {
+            int kk = 0;
+            if (vec)  // UNROLL rows of X in flight per thread: a lone load per k leaves DRAM idle
+                for (; kk + UNROLL <= kn; kk += UNROLL) {
+                    float4 v[UNROLL];
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u)
+                        v[u] = *reinterpret_cast<const float4*>(X + (long long)(k0 + kk + u) * ldx + r);
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u) {
+                        const float x[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+                        rows_step(acc, Ys[kk + u], x);
+                    }
+                }
+            for (; kk < kn; ++kk) {
                 const float* row = X + (long long)(k0 + kk) * ldx + r;
                 float x[4];
-                if (vec) {
-                    const float4 v = *reinterpret_cast<const float4*>(row);
-                    x[0] = v.x; x[1] = v.y; x[2] = v.z; x[3] = v.w;
-                } else {
 #pragma unroll
-                    for (int j = 0; j < 4; ++j) x[j] = r + j < R ? row[j] : 0.0f;
-                }
-#pragma unroll
-                for (int p = 0; p < PR; ++p) {
-                    const float y = Ys[kk][p];
-#pragma unroll
-                    for (int j = 0; j < 4; ++j) acc[p][j] += y * x[j];
-                }
+                for (int j = 0; j < 4; ++j) x[j] = r + j < R ? row[j] : 0.0f;
+                rows_step(acc, Ys[kk], x);
             }
         }
         __syncthreads();
@@ -144,5 +157,53 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
             else
                 W[(long long)blockIdx.y * R * P + (long long)p * R + r + j] = acc[p][j];
         }
+    }
+}
+
+// skinny_outer: C (M x N) = A (M x K) B (K x N) with few k (K <= PR): the cost is writing C,
+// so each thread keeps B's K values of its 4 columns in registers and writes those columns of
+// OUTER_ROWS rows of C. A warp's columns are 128 adjacent ones, lane, lane + 32, lane + 64 and
+// lane + 96 for a lane: each store of the warp writes 32 adjacent floats, whatever C's
+// alignment. The block's OUTER_ROWS x K values of A go to shared memory first (the same for
+// every thread: broadcasts), so that no row waits on a load from L2.
+// Launch: block (32 * WARPS), grid (CEIL_DIV(N, 128 * WARPS), CEIL_DIV(M, OUTER_ROWS)); element
+//   (m, k) of A at A[m * a_m + k * a_k], (k, n) of B at B[k * b_k + n * b_n] (any layout);
+//   C = alpha A B + beta C, rows ldc floats apart (C not read where beta is 0).
+#define OUTER_ROWS 16
+
+extern "C" __global__ void __launch_bounds__(32 * WARPS)
+skinny_outer(const float* __restrict__ A, int a_m, int a_k, const float* __restrict__ B, int b_k,
+             int b_n, float* __restrict__ C, int ldc, int M, int N, int K, float alpha, float beta) {
+    __shared__ float As[OUTER_ROWS][PR];
+    const int lane = threadIdx.x % 32, m0 = blockIdx.y * OUTER_ROWS;
+    const int n0 = 128 * (blockIdx.x * WARPS + threadIdx.x / 32) + lane;  // columns n0 + 32 j
+    for (int i = threadIdx.x; i < OUTER_ROWS * PR; i += blockDim.x) {
+        const int m = m0 + i / PR, k = i % PR;
+        As[i / PR][k] = m < M && k < K ? A[(long long)m * a_m + (long long)k * a_k] : 0.0f;
+    }
+    __syncthreads();
+    if (n0 >= N) return;
+    float b[PR][4];
+#pragma unroll
+    for (int k = 0; k < PR; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int n = n0 + 32 * j;
+            b[k][j] = k < K && n < N ? B[(long long)k * b_k + (long long)n * b_n] : 0.0f;
+        }
+#pragma unroll 4
+    for (int i = 0; i < OUTER_ROWS; ++i) {
+        const int m = m0 + i;
+        if (m >= M) break;
+        float acc[4] = {};
+#pragma unroll
+        for (int k = 0; k < PR; ++k) {  // (b and As are 0 past K)
+            const float a = As[i][k];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[j] += a * b[k][j];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            if (n0 + 32 * j < N) skinny_store(C, (long long)m * ldc + n0 + 32 * j, acc[j], alpha, beta);
     }
 }

@@ -115,3 +115,15 @@ extern "C" __global__ void wrap_counters(unsigned* c) {
     atomicInc(&c[0], 4u);
     atomicDec(&c[1], 4u);
 }
+
+// A row of a shared array handed to a function as a pointer, const or not, or as an array.
+__device__ float second(const float* p) { return p[1]; }
+__device__ float third(float* p) { return p[2]; }
+__device__ float first(const float (&p)[4]) { return p[0]; }
+extern "C" __global__ void shared_rows(float* out) {
+    __shared__ float S[8][4];
+    S[threadIdx.x / 4][threadIdx.x % 4] = threadIdx.x;
+    __syncthreads();
+    const float* q = S[2];
+    out[threadIdx.x] = second(S[1]) + third(S[2]) + first(S[3]) + q[3];
+}

@@ -824,10 +824,16 @@ struct shared_view<T, N, R...> {  // the array, or a row of it, with N elements 
         info->escaped = true;
         return data;
     }
-    using whole = typename array_of<T, N, R...>::type;  // as a reference to the (sub)array
-    operator whole&() const {
+    operator const element*() const {  // a row passed as const float*: the better match
         info->escaped = true;
-        return *reinterpret_cast<whole*>(data);
+        return data;
+    }
+    using whole = typename array_of<T, N, R...>::type;  // as a reference to the (sub)array
+    // (a template, so that it binds references only: a pointer target takes the ones above)
+    template <class U, class = std::enable_if_t<std::is_same_v<std::remove_const_t<U>, whole>>>
+    operator U&() const {
+        info->escaped = true;
+        return *reinterpret_cast<U*>(data);
     }
 };
 
