@@ -1400,6 +1400,87 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
     return fig
 
 
+def recorded_heldout() -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every GPU's recorded held-out run (``--heldout``) by device name: (shapes, candidates)."""
+    shapes, model = results.load_every(HELDOUT_FILE), results.load_every(MODEL_FILE)
+    return {d: (shapes[d], model[d]) for d in shapes if d in model}
+
+
+def model_report(model: pd.DataFrame) -> dict:
+    """How the cost model ranked one GPU's held-out candidates against their measured times:
+    the median rank correlation per shape, the shapes whose fastest plan was the model's first,
+    or among the FIRST_CALL plans a first call times, and the median measured / model time."""
+    m = model.copy()
+    key = ["M", "N", "K"]
+    m["by_model"], m["by_clock"] = (m.groupby(key)[c].rank(method="first")
+                                    for c in ("model_us", "measured_us"))
+    rho = m.groupby(key)[["by_model", "by_clock"]].apply(lambda g: g.by_model.corr(g.by_clock))
+    best = m[m.by_clock == 1]
+    return {"shapes": int(m.groupby(key).ngroups),
+            "rank correlation (median)": float(rho.median()),
+            "fastest was the model's first (%)": 100 * float((best.by_model == 1).mean()),
+            f"fastest in the model's first {FIRST_CALL} (%)": 100 * float((best.by_model <= FIRST_CALL).mean()),
+            "measured / model time (median)": float((m.measured_us / m.model_us).median())}
+
+
+def layouts_table(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """``layouts_summary`` of every GPU's recorded layout run, one block of rows per GPU."""
+    return pd.concat({d: layouts_summary(df) for d, df in runs.items()}, names=["GPU", "layout"])
+
+
+def heldout_table(runs: dict) -> pd.DataFrame:
+    """``heldout_summary`` of every GPU's recorded held-out run, one block of rows per GPU."""
+    return pd.concat({d: heldout_summary(df) for d, (df, _) in runs.items()}, names=["GPU"])
+
+
+def heldout_plot(runs: dict):
+    """Left: book.sgemm's % of cuBLAS on every held-out shape against its FLOPs, per GPU (skinny
+    shapes, min(M, N) < 64, hollow); cuBLAS and the goal's floor as lines. Right: the cost
+    model's time against the measured time of every candidate of every held-out shape on the
+    first GPU, the plan book.sgemm ran ringed."""
+    import matplotlib.pyplot as plt
+
+    from .harness.plots import FAMILIES, STYLE, legend_below
+    color = FAMILIES[9][1]
+    with plt.rc_context(STYLE):
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 5.2))
+        for i, (device, (df, _)) in enumerate(runs.items()):
+            b = df[(df.kernel == BookSgemm.id) & (df.set == "held-out")]
+            flops = 2.0 * b.M * b.N * b.K
+            skinny = np.minimum(b.M, b.N) < 64
+            marker = ("o", "s")[i % 2]
+            ax.scatter(flops[~skinny], b.pct_of_cublas[~skinny], marker=marker, color=color,
+                       alpha=1.0 - 0.4 * i, label=f"{device}, min(M, N) >= 64")
+            ax.scatter(flops[skinny], b.pct_of_cublas[skinny], marker=marker, facecolors="none",
+                       edgecolors=color, alpha=1.0 - 0.4 * i, label=f"{device}, skinny")
+        for y, ls, what in ((100, "-", "cuBLAS (100%)"), (90, ":", "the goal's floor (90%)")):
+            ax.axhline(y, color="k", lw=1, ls=ls, label=what)
+        ax.set_xscale("log"), ax.set_yscale("log")
+        ax.set_yticks([50, 70, 100, 150, 200, 300], ["50", "70", "100", "150", "200", "300"])
+        ax.minorticks_off()
+        ax.set_xlabel("the shape's floating-point operations, 2 M N K")
+        ax.set_ylabel("book.sgemm, % of cuBLAS (median of 3 rounds)")
+        ax.set_title("Held-out shapes", fontsize=10)
+        device, (_, model) = next(iter(runs.items()))
+        bx.scatter(model.model_us, model.measured_us, s=8, color="#7f7f7f", alpha=0.5,
+                   label="a candidate plan")
+        kept = model[model.chosen]
+        bx.scatter(kept.model_us, kept.measured_us, s=40, facecolors="none", edgecolors=color,
+                   label="the plan book.sgemm ran")
+        lo, hi = 0.8 * min(model.model_us.min(), model.measured_us.min()), 1.2 * max(
+            model.model_us.max(), model.measured_us.max())
+        bx.plot([lo, hi], [lo, hi], color="k", lw=1, label="measured = model")
+        bx.set_xscale("log"), bx.set_yscale("log")
+        bx.set_xlabel("the cost model's time (µs)")
+        bx.set_ylabel("measured time (µs)")
+        bx.set_title(f"Model against clock, {device}", fontsize=10)
+        fig.tight_layout()
+        legend_below(fig, ax, ncol=2)
+        bx.legend(fontsize=8, loc="upper left")
+        plt.close(fig)
+    return fig
+
+
 def main(argv: list[str]) -> int:
     pd.set_option("display.width", 200)
     if "--tune" in argv:
