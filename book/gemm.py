@@ -542,6 +542,7 @@ def use_plans(plans: pd.DataFrame | None) -> None:
     """Make ``sgemm`` dispatch with these plans (a tuning run's first table) in this process."""
     _PLANS[0] = plans
     _table.cache_clear()
+    _tuned.cache_clear()
     _rates.cache_clear()
     plan_for.cache_clear()
 
@@ -712,6 +713,7 @@ def plan_for(M: int, N: int, K: int, layout: str = "nn"):
     return ranked(M, N, K, device_report().get("sms", 132), layout)[0]
 
 
+@lru_cache(maxsize=4096)  # (a pandas lookup costs more than a launch: every call asks)
 def _tuned(M: int, N: int, K: int, layout: str):
     """The tuning run's plan for this shape, in ``layout`` (None off the suite, or where that
     plan cannot read the layout)."""
