@@ -9,7 +9,8 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from .harness.plots import STYLE
-from .launch.runtime import BACKEND, cupy, load_kernel, xp
+from .harness.check import random_inputs
+from .launch.runtime import BACKEND, cupy, load_kernel, to_device, to_host, xp
 from .launch.wgmma import OPTIONS
 from .registry import KERNELS, TF32_TOLERANCE, chapter_kernels, device_cc, usable
 
@@ -355,3 +356,97 @@ def error_vs_k(Ks, n: int, kinds=("positive", "mixed")):
     specs = [KERNELS["naive16"], KERNELS["kahan_naive16"], CublasTF32()] + chapter_kernels(10)
     return measure_errors([s for s in specs if not s.why_not_here()], Ks, n, n, kinds=kinds,
                           fmad=(True,))
+
+
+MAGNITUDES_FILE, TF32X3_SUITE_FILE = "10_magnitudes", "10_tf32x3_suite"
+MAGNITUDE_FAMILIES = {
+    "A and B x s": (1e-18, 1e-12, 1e-6, 1.0, 1e6, 1e12, 1e18),
+    "A x s, B / s": (1e-30, 1e-20, 1e-10, 1e10, 1e20, 1e30),
+    "rows of A, columns of B x 2^-60..2^60": (1.0,),
+}
+"""Chapter 10's input families: uniform [-1, 1) scaled as named, s the magnitude (C stays
+inside float32's range in every one); the last scales each row of A and column of B by its own
+power of two."""
+
+
+def magnitude_inputs(family: str, s: float, M: int, N: int, K: int, seed: int = 0):
+    """Host A and B of one family of :data:`MAGNITUDE_FAMILIES` at magnitude ``s``."""
+    a, b = random_inputs(M, N, K, seed=seed)
+    if family == "A and B x s":
+        return (a * np.float32(s)).astype(np.float32), (b * np.float32(s)).astype(np.float32)
+    if family == "A x s, B / s":
+        return (a * np.float32(s)).astype(np.float32), (b / np.float32(s)).astype(np.float32)
+    rng = np.random.default_rng(seed + 1)
+    return ((a * np.exp2(rng.integers(-60, 61, (M, 1)))).astype(np.float32),
+            (b * np.exp2(rng.integers(-60, 61, (1, N)))).astype(np.float32))
+
+
+def magnitudes(M: int = 2048, N: int = 2048, K: int = 4096) -> "pd.DataFrame":
+    """The relative error (against float64) of book.sgemm(precision='tf32x3'), chapter 10's
+    3xTF32 kernel without the scaling, FFMA book.sgemm and cuBLAS SGEMM (``cublas``) on every
+    family and magnitude of :data:`MAGNITUDE_FAMILIES`, one row each."""
+    import pandas as pd
+
+    from . import gemm
+    from .harness.check import relative_error, run_matmul
+    from .registry import KERNELS
+    runs = {"tf32x3": lambda a, b: gemm.sgemm(a, b, precision="tf32x3"),
+            "tf32x3_unscaled": lambda a, b: to_device(run_matmul(KERNELS["tf32x3_wgmma"], to_host(a), to_host(b))),
+            gemm.BookSgemm.id: lambda a, b: gemm.sgemm(a, b),
+            "cublas": lambda a, b: xp.matmul(a, b)}
+    rows = []
+    for family, scales in MAGNITUDE_FAMILIES.items():
+        for s in scales:
+            a, b = magnitude_inputs(family, s, M, N, K)
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            A, B = to_device(a), to_device(b)
+            for kernel, run in runs.items():
+                rows.append({"family": family, "scale": s, "M": M, "N": N, "K": K,
+                             "kernel": kernel, "rel_error": relative_error(to_host(run(A, B)), ref)})
+    return pd.DataFrame(rows)
+
+
+class Tf32x3Sgemm:
+    """``book.sgemm(precision='tf32x3')`` as a pseudo-kernel for ``sweep``."""
+
+    id, label, chapter = "tf32x3_sgemm", "book.sgemm, precision='tf32x3'", 10
+
+    @staticmethod
+    def why_not_here():
+        return KERNELS["tf32x3_wgmma"].why_not_here()
+
+    @staticmethod
+    def launch(A, B, C, M, N, K) -> None:
+        from .gemm import sgemm
+        sgemm(A, B, out=C, precision="tf32x3")
+
+
+def tf32x3_suite(shapes=None, rounds: int = 3) -> "pd.DataFrame":
+    """book.sgemm in 'tf32x3' and 'fp32' beside cuBLAS SGEMM on chapter 9's suite, checked then
+    timed in ``rounds`` interleaved rounds (medians; % of cuBLAS SGEMM)."""
+    import pandas as pd
+
+    from . import gemm
+    shapes = shapes or (gemm.SUITE if BACKEND == "gpu" else gemm.CPU_SUITE[:2])
+    med = gemm._rounds([Tf32x3Sgemm, gemm.BookSgemm], shapes, rounds)
+    base = med[med.kernel == "cublas"].set_index(["M", "N", "K"]).gflops
+    med["pct_of_cublas"] = 100 * med.gflops.to_numpy() / base.reindex(
+        pd.MultiIndex.from_frame(med[["M", "N", "K"]])).to_numpy()
+    return med
+
+
+def main(argv: list[str]) -> int:
+    import pandas as pd
+
+    from .harness import results
+    pd.set_option("display.width", 200)
+    if "--magnitudes" in argv:
+        print(results.keep(magnitudes(), MAGNITUDES_FILE).to_string())
+    if "--suite" in argv:
+        print(results.keep(tf32x3_suite(), TF32X3_SUITE_FILE).round(1).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))
