@@ -742,7 +742,7 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn"):
     """The first call of a shape on a GPU: time the model's FIRST_CALL best plans with
     ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
     (in memory and on disk) and return it. Costs their compiles where they are new (seconds
-    each, once per GPU: CuPy keeps them) and a few runs of each."""
+    each, once per GPU: the book keeps them on disk) and a few runs of each."""
     from .harness.device import device_report
     from .harness.measure import held_event_seconds
     plans = ranked(M, N, K, device_report().get("sms", 132), layout)[:FIRST_CALL]
@@ -1096,7 +1096,7 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
 def _first_call_seconds(M: int, N: int, K: int) -> float:
     """Host seconds of book.sgemm's first call at (M, N, K) in this process, to the end of its
     GPU work: on a shape off the suite, the cost model and the timing of its best few plans
-    (compiles included where CuPy's cache lacks them)."""
+    (compiles included where the book's cache lacks them)."""
     import time
 
     from .harness.check import device_inputs

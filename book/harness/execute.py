@@ -11,8 +11,8 @@ the time each notebook took, then the total.
 After a run, ``python -m book.ladder`` draws every chapter's "ladder so far" table again from
 the results files as the whole run left them (and the README's ladder and the landing figure).
 
-``--cold`` points CuPy's kernel cache and the emulator's library cache at a new empty folder, so
-every kernel is compiled again, as on a reader's first run.
+``--cold`` points the book's kernel caches (cubins and the emulator's libraries) and CuPy's at a
+new empty folder, so every kernel is compiled again, as on a reader's first run.
 """
 from __future__ import annotations
 

@@ -223,6 +223,41 @@ class Kernel:
         self.module.launch(self.name, grid, block, args, self.params, shared_mem, timeout_s)
 
 
+class _NoFlushModule:
+    """A CUDA module built by NVRTC with ``options`` and ``-ftz=false``, loaded from a cubin that
+    is kept on disk (``cache_dir("cubin")``, by source, options, GPU and NVRTC version).
+
+    Why not ``cupy.RawModule(code=...)``: CuPy appends ``-ftz=true`` to every compile, after the
+    caller's options, so a ``-ftz=false`` of ours is overridden (measured on an H100: 1e-20 *
+    1e-20 gives 0). Float32 results below 2^-126 would then be flushed to zero -- FFMA products
+    of inputs near 1e-18, and 3xTF32's scaled-back outputs -- where cuBLAS SGEMM keeps them as
+    subnormals (chapter 10)."""
+
+    def __init__(self, text: str, options: tuple[str, ...], filename: str):
+        self.text, self.options, self.filename = text, tuple(options) + ("-ftz=false",), filename
+        self._raw = None
+
+    def compile(self):
+        if self._raw is None:
+            import hashlib
+
+            from cupy.cuda import compiler, nvrtc
+            arch = compiler._get_arch()
+            key = hashlib.sha256(repr((self.text, self.options, arch, nvrtc.getVersion(),
+                                       cupy.__version__)).encode()).hexdigest()[:24]
+            path = cuda_source.cache_dir("cubin") / f"{Path(self.filename).stem}-{key}.bin"
+            if not path.exists():
+                obj, _ = compiler.compile_using_nvrtc(self.text, self.options, arch=arch)
+                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                tmp.write_bytes(obj if isinstance(obj, bytes) else obj.encode())
+                tmp.replace(path)  # whole, even where two processes build the same module
+            self._raw = cupy.RawModule(path=str(path))
+        return self._raw
+
+    def get_function(self, name: str):
+        return self.compile().get_function(name)
+
+
 class _Module:
     """One source file compiled with one set of defines, on the current backend."""
 
@@ -237,7 +272,7 @@ class _Module:
         self._report_error = "NVRTC found no such kernel"
         self._static_shared: dict[tuple[str, bool], int] = {}
         if BACKEND == "gpu":
-            self._raw = cupy.RawModule(code=self.text, options=self.gpu_options)
+            self._raw = _NoFlushModule(self.text, self.gpu_options, self.filename)
             self._functions = {}
         else:
             from .emulator import CompileError, CpuModule, unsupported_header
@@ -386,7 +421,7 @@ def build_all(builds, workers: int | None = None) -> int:
     CuPy's compile runs outside Python's lock); returns how many compiled.
 
     ``builds`` holds ``(source, defines, options)``. Each becomes the module that a later
-    :func:`load_kernel` of the same build finds ready (and CuPy's disk cache keeps it for the
+    :func:`load_kernel` of the same build finds ready (and the cubin cache keeps it for the
     next process). A build that fails is left for that load to report, with its own message.
     ``sweep`` and ``check_kernels`` call it with every kernel they are given, so a chapter's
     first run compiles its kernels side by side instead of one after the other. On the CPU
@@ -402,7 +437,7 @@ def build_all(builds, workers: int | None = None) -> int:
         try:
             cupy.cuda.Device(device).use()  # binds the context to this thread (cudaSetDevice)
             source, defines, options = job
-            _module(source, defines, tuple(options))[1]._raw.compile()  # CuPy's build, now
+            _module(source, defines, tuple(options))[1]._raw.compile()  # NVRTC's build, now
             return True
         except Exception:  # noqa: BLE001 -- the chapter's own load reports it
             return False
