@@ -450,3 +450,54 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     import sys
     sys.exit(main(sys.argv[1:]))
+
+
+def magnitude_table(runs: dict) -> "pd.DataFrame":
+    """:func:`magnitudes` of every GPU recorded: one row per family and magnitude, one column
+    per GPU and kernel (relative error against float64)."""
+    import pandas as pd
+    names = {"tf32x3": "3xTF32, scaled", "tf32x3_unscaled": "3xTF32, unscaled",
+             "book_sgemm": "FFMA book.sgemm", "cublas": "cuBLAS SGEMM"}
+    return pd.concat({d: df.pivot_table(index=["family", "scale"], columns="kernel", values="rel_error",
+                                         sort=False).rename(columns=names)[list(names.values())]
+                      for d, df in runs.items()}, axis=1)
+
+
+def magnitude_plot(df: "pd.DataFrame"):
+    """One GPU's :func:`magnitudes`: relative error against the inputs' magnitude s, for the two
+    scaled families, one line per kernel."""
+    from .harness.plots import FAMILIES, legend_below
+    styles = {"tf32x3": ("3xTF32, scaled", FAMILIES[10][1], "-", "o"),
+              "tf32x3_unscaled": ("3xTF32, unscaled", FAMILIES[10][1], ":", "s"),
+              "book_sgemm": ("FFMA book.sgemm", FAMILIES[9][1], "-", "^"),
+              "cublas": ("cuBLAS SGEMM", "#000000", "--", "x")}
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+        for ax, family in zip(axes, list(MAGNITUDE_FAMILIES)[:2]):
+            part = df[df.family == family]
+            for kernel, (label, color, ls, marker) in styles.items():
+                k = part[part.kernel == kernel]
+                ax.plot(k.scale, k.rel_error, ls=ls, marker=marker, color=color, label=label)
+            ax.set_xscale("log"), ax.set_yscale("log")
+            ax.set_xlabel(f"s ({family})")
+            ax.set_title(family, fontsize=10)
+        axes[0].set_ylabel("relative error against float64")
+        fig.suptitle(f"{df.M.iloc[0]} x {df.N.iloc[0]} x {df.K.iloc[0]}, {df.device.iloc[0]}", fontsize=10)
+        fig.tight_layout()
+        legend_below(fig, axes[0], ncol=4)
+        plt.close(fig)
+    return fig
+
+
+def tf32x3_suite_table(runs: dict) -> "pd.DataFrame":
+    """:func:`tf32x3_suite` of every GPU recorded: per shape, book.sgemm's 'tf32x3' and 'fp32'
+    as % of cuBLAS SGEMM, one pair of columns per GPU; the check's result ('ok' where all were)."""
+    import pandas as pd
+    cols = {}
+    for d, df in runs.items():
+        p = df.pivot_table(index=["M", "N", "K"], columns="kernel", values="pct_of_cublas", sort=False)
+        cols[(d, "tf32x3 (% of SGEMM)")] = p["tf32x3_sgemm"]
+        cols[(d, "fp32 (% of SGEMM)")] = p["book_sgemm"]
+        cols[(d, "checks")] = df.groupby(["M", "N", "K"], sort=False).status.agg(
+            lambda s: "ok" if (s == "ok").all() else "FAILED")
+    return pd.DataFrame(cols)
