@@ -152,3 +152,13 @@ def test_a_shared_row_passes_as_a_pointer_or_an_array():
     out = xp.zeros(32, dtype=xp.float32)
     load_kernel(LEARNER, "shared_rows")((1,), (32,), (out,))
     assert np.all(to_host(out) == 5 + 10 + 12 + 11)
+
+
+def test_products_below_the_normal_range_are_kept_not_flushed():
+    """The book builds its GPU kernels with -ftz=false (CuPy's RawModule would append
+    -ftz=true): 1e-20 * 1e-20 is 1e-40, a subnormal, on both backends."""
+    a = xp.full(4, 1e-20, dtype=xp.float32)
+    c = xp.zeros(4, dtype=xp.float32)
+    load_kernel(LEARNER, "tiny_product")((1,), (4,), (a, a, c))
+    assert np.allclose(to_host(c), np.float32(1e-20) * np.float32(1e-20), rtol=1e-3)
+    assert (to_host(c) > 0).all()
