@@ -460,7 +460,7 @@ def magnitude_table(runs: dict) -> "pd.DataFrame":
              "book_sgemm": "FFMA book.sgemm", "cublas": "cuBLAS SGEMM"}
     return pd.concat({d: df.pivot_table(index=["family", "scale"], columns="kernel", values="rel_error",
                                          sort=False).rename(columns=names)[list(names.values())]
-                      for d, df in runs.items()}, axis=1)
+                      for d, df in runs.items()}, axis=1).rename(index=lambda s: f"{s:.0e}", level="scale")
 
 
 def magnitude_plot(df: "pd.DataFrame"):
