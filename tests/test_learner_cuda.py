@@ -162,3 +162,15 @@ def test_products_below_the_normal_range_are_kept_not_flushed():
     load_kernel(LEARNER, "tiny_product")((1,), (4,), (a, a, c))
     assert np.allclose(to_host(c), np.float32(1e-20) * np.float32(1e-20), rtol=1e-3)
     assert (to_host(c) > 0).all()
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report (a GPU may not fault)")
+def test_a_pointer_past_a_shared_array_is_named():
+    """Indexes are checked; a pointer from &tile[0][0] is not, so the array ends at a guard page
+    and the fault names it. Within the array (n = 32 * 33) the same kernel runs."""
+    out = xp.zeros(32, dtype=xp.float32)
+    load_kernel(LEARNER, "shared_pointer_overrun")((1,), (32,), (out, np.int32(32 * 33)))
+    assert (to_host(out) == 1).all()
+    with pytest.raises(LaunchError, match=r"wrote past the end of the __shared__ array "
+                                          r"tile \(float\[32\]\[33\]\), through a pointer"):
+        load_kernel(LEARNER, "shared_pointer_overrun")((1,), (32,), (out, np.int32(32 * 33 + 4096)))

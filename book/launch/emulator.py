@@ -287,6 +287,9 @@ FAULT = struct.Struct("<iiiiQ3I3I")
 thread, address, block, thread. The worker's signal handler writes it at the arena's start."""
 POINTERS = 256
 """Where in the arena's first page the worker writes the address it gave each array argument."""
+SHARED_NAME = 4096 - 256
+"""Where in the arena's first page the fault handler names the __shared__ array overrun (code -4:
+cuda_emu.h's kSharedNameAt)."""
 PROT_NONE, PROT_READ, PROT_WRITE = 0, 1, 2  # mmap(2)'s flags, as Linux numbers them
 MAP_SHARED, MAP_PRIVATE, MAP_FIXED, MAP_ANONYMOUS, MAP_NORESERVE = 0x1, 0x2, 0x10, 0x20, 0x4000
 STACK_KIB = 256
@@ -502,6 +505,11 @@ def _explain_crash(view, places, params, status: int, shared_mem: int = 0) -> st
         return (f"{who}{verb} past the end of the dynamic shared memory (extern __shared__): "
                 f"the launch gave {shared_mem} bytes (shared_mem= of the launch"
                 + (", which was not given" if not shared_mem else "") + ")")
+    if code == -4:
+        declared = bytes(view[SHARED_NAME:SHARED_NAME + 256]).split(b"\0")[0].decode(errors="replace")
+        return (f"{who}{verb} past the end of the __shared__ array {declared}, through a pointer "
+                f"taken from it (&s[i], a cast such as reinterpret_cast<float4*>, or a row passed "
+                f"to a function); indexes s[i][j] are checked and name the index")
     if code == -2:
         return (f"{who}stack overflow: the thread used more than the emulator's "
                 f"{STACK_KIB} KiB of stack (recursion that goes too deep or never ends, or a "

@@ -132,3 +132,12 @@ extern "C" __global__ void shared_rows(float* out) {
 extern "C" __global__ void tiny_product(const float* a, const float* b, float* c) {
     c[threadIdx.x] = a[threadIdx.x] * b[threadIdx.x];
 }
+
+// A pointer taken from a shared array, run past its end: the emulator names the array.
+extern "C" __global__ void shared_pointer_overrun(float* out, int n) {
+    __shared__ float tile[32][33];
+    float* p = &tile[0][0];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = tile[0][threadIdx.x];
+}

@@ -154,6 +154,14 @@ struct FaultReport {
 };
 static_assert(sizeof(FaultReport) == 48, "book/cpu.py reads this layout");
 inline FaultReport* fault_report = nullptr;
+constexpr int kSharedNameAt = 4096 - 256;  // where in the fault page a code -4 names its array
+
+// The guard page after each static __shared__ array (shared_array, below), and its declaration.
+struct SharedGuard {
+    std::atomic<unsigned char*> page{nullptr};
+    const char *name = nullptr, *declared = nullptr;
+};
+inline SharedGuard shared_guards[4096];
 
 inline void on_fault(int sig, siginfo_t* info, void* context) {
     if (FaultReport* r = fault_report) {
@@ -171,6 +179,18 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
         const auto* at = static_cast<unsigned char*>(info->si_addr);
         if (dynamic_guard != nullptr && at >= dynamic_guard && at < dynamic_guard + 4096)
             r->code = -3;  // past the end of the dynamic shared memory
+        for (const SharedGuard& g : shared_guards) {  // past the end of a static __shared__ array
+            const unsigned char* page = g.page.load();
+            if (page != nullptr && at >= page && at < page + 4096 && g.declared != nullptr) {
+                r->code = -4;  // "name (declared)" into the fault page, as async-signal-safe copies
+                char* out = reinterpret_cast<char*>(r) + kSharedNameAt;
+                int i = 0;
+                for (const char* part : {g.name, " (", g.declared, ")"})
+                    for (int j = 0; i < 255 && part[j]; ++j) out[i++] = part[j];
+                out[i] = 0;
+                break;
+            }
+        }
 #if defined(__x86_64__) && defined(REG_RSP)
         // The stack pointer below the fiber's guard page: its stack overflowed (code -2).
         if (r->in_kernel && w->current->stack != nullptr &&
@@ -837,15 +857,47 @@ struct shared_view<T, N, R...> {  // the array, or a row of it, with N elements 
     }
 };
 
+// Each static __shared__ array ends (to 16 bytes) where an inaccessible page begins, so that a
+// pointer taken from it (&s[0], a float4 cast, a row passed to a function) that runs past its
+// end faults, and the fault names the array (code -4; book/cpu.py reads the declaration left in
+// the fault page). Indexes are checked without it; this is for what indexes cannot see.
+inline unsigned char* guarded_shared(std::size_t bytes, const char* name, const char* declared,
+                                     int& slot) {
+    const std::size_t size = (bytes + 15) / 16 * 16, pages = (size + 4095) / 4096 * 4096;
+    auto* map = static_cast<unsigned char*>(mmap(nullptr, pages + 4096, PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (map == MAP_FAILED) throw std::bad_alloc();
+    mprotect(map + pages, 4096, PROT_NONE);
+    slot = -1;  // claim a free slot (a placeholder page first), then fill it, then publish it
+    auto* claimed = reinterpret_cast<unsigned char*>(std::uintptr_t{1});
+    for (int i = 0; i < 4096 && slot < 0; ++i) {
+        unsigned char* empty = nullptr;
+        if (shared_guards[i].page.compare_exchange_strong(empty, claimed)) {
+            shared_guards[i].name = name, shared_guards[i].declared = declared;
+            shared_guards[i].page.store(map + pages);
+            slot = i;
+        }
+    }
+    return map + pages - size;
+}
+
 template <class T, std::size_t... D>
 struct shared_array {
-    alignas(16) typename array_of<T, D...>::type data;
+    using whole = typename array_of<T, D...>::type;
+    int slot;
+    whole& data;
     SharedInfo info;
     shared_array(const char* name, const char* declared)
-        : info{name, declared, {D...}, std::vector<Shadow>(kCheck ? (D * ...) : 0)} {
+        : data(*reinterpret_cast<whole*>(guarded_shared(sizeof(whole), name, declared, slot))),
+          info{name, declared, {D...}, std::vector<Shadow>(kCheck ? (D * ...) : 0)} {
         shared_arrays.push_back(&info);
     }
-    ~shared_array() { std::erase(shared_arrays, &info); }
+    ~shared_array() {
+        std::erase(shared_arrays, &info);
+        const std::size_t size = (sizeof(whole) + 15) / 16 * 16, pages = (size + 4095) / 4096 * 4096;
+        if (slot >= 0) shared_guards[slot].page.store(nullptr);
+        munmap(reinterpret_cast<unsigned char*>(&data) + size - pages, pages + 4096);
+    }
     auto operator[](long long i) { return shared_view<T, D...>{data, &info, 0}[i]; }
     operator typename shared_view<T, D...>::element*() {
         info.escaped = true;
