@@ -713,9 +713,10 @@ inline unsigned activemask(int line) {  // see release_active
 // built with -DCUDA_EMU_CHECK) an element read or written through `name[i][j]` is also checked for
 // races and for reads of words no thread of the block has written (compute-sanitizer's racecheck
 // and initcheck). Accesses through a pointer taken from the array (`&name[i][j]`, float4 loads)
-// and dynamic `extern __shared__` arrays are not checked; once a pointer has been taken from an
-// array in a block, reads of it by index are no longer reported as unwritten (the pointer may
-// have written them).
+// are checked only at the array's end (a guard page follows it: shared_array), not for races;
+// dynamic `extern __shared__` memory likewise ends at a guard page. Once a pointer has been taken
+// from an array in a block, reads of it by index are no longer reported as unwritten (the
+// pointer may have written them).
 #ifdef CUDA_EMU_CHECK
 constexpr bool kCheck = true;
 #else
@@ -820,7 +821,7 @@ struct shared_ref {  // one element: reads and writes go through the checks
     const shared_ref& operator-=(T v) const { return *this = T(*this) - v; }
     const shared_ref& operator*=(T v) const { return *this = T(*this) * v; }
     const shared_ref& operator/=(T v) const { return *this = T(*this) / v; }
-    T* operator&() const {  // a raw pointer: accesses through it are not checked
+    T* operator&() const {  // a raw pointer: only running past the array's end is caught
         info->escaped = true;
         return p;
     }
