@@ -999,11 +999,12 @@ def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame
     return pd.DataFrame(rows), pd.concat(every, ignore_index=True)
 
 
-def suite(shapes=None, rounds: int = 3, progress: bool = False) -> pd.DataFrame:
-    """``book.sgemm`` and cuBLAS on every shape, checked then timed, in ``rounds`` interleaved
-    rounds; one row per shape and kernel with the median GFLOP/s of the rounds."""
+def suite(shapes=None, rounds: int = 3, progress: bool = False, specs=(BookSgemm,)) -> pd.DataFrame:
+    """``book.sgemm`` (or ``specs``) and cuBLAS on every shape, checked then timed, in ``rounds``
+    interleaved rounds; one row per shape and kernel with the median GFLOP/s of the rounds and
+    its % of cuBLAS."""
     shapes = shapes or (SUITE if BACKEND == "gpu" else CPU_SUITE)
-    med = _rounds([BookSgemm], shapes, rounds, progress=progress)
+    med = _rounds(list(specs), shapes, rounds, progress=progress)
     base = med[med.kernel == "cublas"].set_index(["M", "N", "K"]).gflops
     med["pct_of_cublas"] = 100 * med.gflops.to_numpy() / base.reindex(
         pd.MultiIndex.from_frame(med[["M", "N", "K"]])).to_numpy()

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .harness.plots import STYLE
+from .harness.plots import FAMILIES, STYLE
 from .harness.check import random_inputs
 from .launch.runtime import BACKEND, cupy, load_kernel, to_device, to_host, xp
 from .launch.wgmma import OPTIONS
@@ -359,6 +359,9 @@ def error_vs_k(Ks, n: int, kinds=("positive", "mixed")):
 
 
 MAGNITUDES_FILE, TF32X3_SUITE_FILE = "10_magnitudes", "10_tf32x3_suite"
+MAGNITUDES_CMD, SUITE_CMD = ("python -m book.tensor_cores --magnitudes",
+                             "python -m book.tensor_cores --suite")
+"""The commands that record them, on a GPU with wgmma."""
 MAGNITUDE_FAMILIES = {
     "A and B x s": (1e-18, 1e-12, 1e-6, 1.0, 1e6, 1e12, 1e18),
     "A x s, B / s": (1e-30, 1e-20, 1e-10, 1e10, 1e20, 1e30),
@@ -424,15 +427,9 @@ class Tf32x3Sgemm:
 def tf32x3_suite(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     """book.sgemm in 'tf32x3' and 'fp32' beside cuBLAS SGEMM on chapter 9's suite, checked then
     timed in ``rounds`` interleaved rounds (medians; % of cuBLAS SGEMM)."""
-    import pandas as pd
-
     from . import gemm
     shapes = shapes or (gemm.SUITE if BACKEND == "gpu" else gemm.CPU_SUITE[:2])
-    med = gemm._rounds([Tf32x3Sgemm, gemm.BookSgemm], shapes, rounds)
-    base = med[med.kernel == "cublas"].set_index(["M", "N", "K"]).gflops
-    med["pct_of_cublas"] = 100 * med.gflops.to_numpy() / base.reindex(
-        pd.MultiIndex.from_frame(med[["M", "N", "K"]])).to_numpy()
-    return med
+    return gemm.suite(shapes, rounds, specs=(Tf32x3Sgemm, gemm.BookSgemm))
 
 
 def main(argv: list[str]) -> int:
@@ -452,12 +449,18 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 
 
+MAGNITUDE_STYLES = {"tf32x3": ("3xTF32, scaled", FAMILIES[10][1], "-", "o"),
+                    "tf32x3_unscaled": ("3xTF32, unscaled", FAMILIES[10][1], ":", "s"),
+                    "book_sgemm": ("FFMA book.sgemm", FAMILIES[9][1], "-", "^"),
+                    "cublas": ("cuBLAS SGEMM", "#000000", "--", "x")}
+""":func:`magnitudes`' kernels: (label, colour, line style, marker) for its table and figure."""
+
+
 def magnitude_table(runs: dict) -> "pd.DataFrame":
     """:func:`magnitudes` of every GPU recorded: one row per family and magnitude, one column
     per GPU and kernel (relative error against float64)."""
     import pandas as pd
-    names = {"tf32x3": "3xTF32, scaled", "tf32x3_unscaled": "3xTF32, unscaled",
-             "book_sgemm": "FFMA book.sgemm", "cublas": "cuBLAS SGEMM"}
+    names = {kernel: style[0] for kernel, style in MAGNITUDE_STYLES.items()}
     return pd.concat({d: df.pivot_table(index=["family", "scale"], columns="kernel", values="rel_error",
                                          sort=False).rename(columns=names)[list(names.values())]
                       for d, df in runs.items()}, axis=1).rename(index=lambda s: f"{s:.0e}", level="scale")
@@ -466,16 +469,12 @@ def magnitude_table(runs: dict) -> "pd.DataFrame":
 def magnitude_plot(df: "pd.DataFrame"):
     """One GPU's :func:`magnitudes`: relative error against the inputs' magnitude s, for the two
     scaled families, one line per kernel."""
-    from .harness.plots import FAMILIES, legend_below
-    styles = {"tf32x3": ("3xTF32, scaled", FAMILIES[10][1], "-", "o"),
-              "tf32x3_unscaled": ("3xTF32, unscaled", FAMILIES[10][1], ":", "s"),
-              "book_sgemm": ("FFMA book.sgemm", FAMILIES[9][1], "-", "^"),
-              "cublas": ("cuBLAS SGEMM", "#000000", "--", "x")}
+    from .harness.plots import legend_below
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
         for ax, family in zip(axes, list(MAGNITUDE_FAMILIES)[:2]):
             part = df[df.family == family]
-            for kernel, (label, color, ls, marker) in styles.items():
+            for kernel, (label, color, ls, marker) in MAGNITUDE_STYLES.items():
                 k = part[part.kernel == kernel]
                 ax.plot(k.scale, k.rel_error, ls=ls, marker=marker, color=color, label=label)
             ax.set_xscale("log"), ax.set_yscale("log")

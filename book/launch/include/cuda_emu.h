@@ -134,6 +134,28 @@ inline thread_local unsigned char* dynamic_guard = nullptr;  // the page right a
 
 constexpr std::size_t kStackBytes = 256 * 1024;  // per fiber; untouched pages cost nothing
 
+// Bytes that end (rounded up to 16) where an inaccessible page begins, so that an access past
+// their end faults: dynamic shared memory, and every static __shared__ array (shared_array).
+// map is null where mmap failed.
+struct GuardedBytes {
+    std::size_t size, pages;
+    unsigned char* map;
+    explicit GuardedBytes(std::size_t bytes)
+        : size((bytes + 15) / 16 * 16), pages((size + 4095) / 4096 * 4096),
+          map(static_cast<unsigned char*>(mmap(nullptr, pages + 4096, PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))) {
+        if (map == MAP_FAILED) map = nullptr;
+        else mprotect(map + pages, 4096, PROT_NONE);
+    }
+    GuardedBytes(const GuardedBytes&) = delete;
+    GuardedBytes& operator=(const GuardedBytes&) = delete;
+    ~GuardedBytes() {
+        if (map) munmap(map, pages + 4096);
+    }
+    unsigned char* data() const { return map + pages - size; }
+    unsigned char* guard() const { return map + pages; }
+};
+
 inline void fiber_main() {
     Worker* w = worker;
     w->body(w->closure);
@@ -468,13 +490,8 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         }
         // Dynamic shared memory ends where an inaccessible page begins, so that an index past
         // the bytes the launch gave (shared_mem=; none given: 0) faults, and is reported as such.
-        const std::size_t smem_alloc = (smem_bytes + 15) / 16 * 16;
-        const std::size_t smem_pages = (smem_alloc + 4095) / 4096 * 4096;
-        auto* smem_map = static_cast<unsigned char*>(mmap(nullptr, smem_pages + 4096,
-                                                          PROT_READ | PROT_WRITE,
-                                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-        mprotect(smem_map + smem_pages, 4096, PROT_NONE);
-        auto* smem = smem_map + smem_pages - smem_alloc;
+        const GuardedBytes dynamic(smem_bytes);  // unmapped when the worker thread is done
+        auto* smem = dynamic.data();
         std::vector<char> signal_stack(fault_report ? 1 << 16 : 0);
         if (fault_report) {
             stack_t ss{};
@@ -487,11 +504,11 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         block_dim = block;
         grid_dim = grid;
         dynamic_smem = smem;
-        dynamic_guard = smem_map + smem_pages;
+        dynamic_guard = dynamic.guard();
         for (std::size_t b; !errors->failed && (b = next.fetch_add(1)) < n_blocks;) {
             block_idx = {unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
-            std::memset(smem, 0xFF, smem_alloc);
+            std::memset(smem, 0xFF, dynamic.size);
             reset_shared_checks(n_threads);
             for (unsigned i = 0; i < n_threads; ++i) {
                 Fiber& f = fibers[i];
@@ -534,7 +551,6 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             off.ss_flags = SS_DISABLE;
             sigaltstack(&off, nullptr);
         }
-        munmap(smem_map, smem_pages + 4096);
         dynamic_guard = nullptr;
         give_stacks(stacks, stack_capacity);
         worker = nullptr;
@@ -862,42 +878,38 @@ struct shared_view<T, N, R...> {  // the array, or a row of it, with N elements 
 // pointer taken from it (&s[0], a float4 cast, a row passed to a function) that runs past its
 // end faults, and the fault names the array (code -4; book/cpu.py reads the declaration left in
 // the fault page). Indexes are checked without it; this is for what indexes cannot see.
-inline unsigned char* guarded_shared(std::size_t bytes, const char* name, const char* declared,
-                                     int& slot) {
-    const std::size_t size = (bytes + 15) / 16 * 16, pages = (size + 4095) / 4096 * 4096;
-    auto* map = static_cast<unsigned char*>(mmap(nullptr, pages + 4096, PROT_READ | PROT_WRITE,
-                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (map == MAP_FAILED) throw std::bad_alloc();
-    mprotect(map + pages, 4096, PROT_NONE);
-    slot = -1;  // claim a free slot (a placeholder page first), then fill it, then publish it
+// The slot of shared_guards that names these bytes' guard page (-1 where all are taken): claimed
+// with a placeholder page first, then filled, then published.
+inline int guard_shared(const GuardedBytes& bytes, const char* name, const char* declared) {
+    if (!bytes.map) throw std::bad_alloc();
     auto* claimed = reinterpret_cast<unsigned char*>(std::uintptr_t{1});
-    for (int i = 0; i < 4096 && slot < 0; ++i) {
+    for (int i = 0; i < 4096; ++i) {
         unsigned char* empty = nullptr;
         if (shared_guards[i].page.compare_exchange_strong(empty, claimed)) {
             shared_guards[i].name = name, shared_guards[i].declared = declared;
-            shared_guards[i].page.store(map + pages);
-            slot = i;
+            shared_guards[i].page.store(bytes.guard());
+            return i;
         }
     }
-    return map + pages - size;
+    return -1;
 }
 
 template <class T, std::size_t... D>
 struct shared_array {
     using whole = typename array_of<T, D...>::type;
+    GuardedBytes bytes;  // unmapped after the destructor's body has given back the guard's slot
     int slot;
     whole& data;
     SharedInfo info;
     shared_array(const char* name, const char* declared)
-        : data(*reinterpret_cast<whole*>(guarded_shared(sizeof(whole), name, declared, slot))),
+        : bytes(sizeof(whole)), slot(guard_shared(bytes, name, declared)),
+          data(*reinterpret_cast<whole*>(bytes.data())),
           info{name, declared, {D...}, std::vector<Shadow>(kCheck ? (D * ...) : 0)} {
         shared_arrays.push_back(&info);
     }
     ~shared_array() {
         std::erase(shared_arrays, &info);
-        const std::size_t size = (sizeof(whole) + 15) / 16 * 16, pages = (size + 4095) / 4096 * 4096;
         if (slot >= 0) shared_guards[slot].page.store(nullptr);
-        munmap(reinterpret_cast<unsigned char*>(&data) + size - pages, pages + 4096);
     }
     auto operator[](long long i) { return shared_view<T, D...>{data, &info, 0}[i]; }
     operator typename shared_view<T, D...>::element*() {
