@@ -336,6 +336,84 @@ def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> 
     return plans
 
 
+@dataclass(frozen=True)
+class Packed:
+    """A plan for transposed operands that first copies each transposed one into row-major
+    order (09_transpose.cu, into a workspace kept between calls), then runs ``plan`` -- a plan
+    for row-major operands (layout 'nn') -- on the copies: packing, as BLAS libraries do. A
+    packed B's rows are rounded up to 4 floats, so that it is read in 16-byte pieces whatever N.
+    Launches like a Plan; its id is the native plan's with ``_packed`` after it."""
+
+    plan: object  # a Plan or Skinny for layout 'nn'
+    layout: str
+    chapter = 9
+    leading_dims = False  # (it takes them; the sanitizer's padded-row pass is for the tiles)
+
+    def __post_init__(self):
+        if self.layout not in LAYOUTS[1:] or self.plan.layout != "nn" or self.plan.pad_b \
+                or self.plan.config == FALLBACK:
+            raise ValueError(f"no packed plan {self}: a plan for layout 'nn' without a padded B, "
+                             f"and a transposed layout")
+
+    config = property(lambda self: self.plan.config)
+    splits = property(lambda self: self.plan.splits)
+    streamk = property(lambda self: self.plan.streamk)
+    pad_b = False
+
+    @property
+    def id(self) -> str:
+        return dataclasses.replace(self.plan, layout=self.layout).id + "_packed"
+
+    @property
+    def label(self) -> str:
+        return self.plan.label + LAYOUT_LABELS[self.layout] + ", packed"
+
+    def why_not_here(self):
+        return self.plan.why_not_here()
+
+    def builds(self) -> list[tuple[str, dict, tuple]]:
+        return self.plan.builds() + [("09_transpose.cu", {}, ())]
+
+    def launch(self, A, B, C, M: int, N: int, K: int) -> None:
+        _launch_in_layout(self, A, B, C, M, N, K)
+
+    def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
+            shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """As Plan.run, A and B as the layout stores them (a transposed A: K rows of lda floats)."""
+        if self.layout[0] == "t":
+            A, lda = _packed(A, K, M, lda, K, slot=3), K
+        if self.layout[1] == "t":
+            B, ldb = _packed(B, N, K, ldb, 4 * ceil_div(N, 4), slot=4), 4 * ceil_div(N, 4)
+        self.plan.run(A, B, C, M, N, K, lda, ldb, ldc, shares, alpha, beta)
+
+
+def _packed(X, rows: int, cols: int, ldx: int, ldy: int, slot: int):
+    """Y = X^T (cols x rows, rows ldy floats apart) in workspace ``slot``, for X rows x cols with
+    rows ldx floats apart (09_transpose.cu)."""
+    Y = _workspace(cols * ldy, slot).reshape(cols, ldy)
+    tiles = ceil_div(rows, 32) * ceil_div(cols, 32)
+    _transpose()((tiles,), (32, 8), (_arg(X), *_ints(ldx), _arg(Y), *_ints(ldy, rows, cols)))
+    return Y
+
+
+@lru_cache(maxsize=1)
+def _transpose():
+    return _unchecked(load_kernel("09_transpose.cu", "transpose"))
+
+
+def packed_plans(plans, layout: str) -> list:
+    """Each plan of ``plans`` (for layout 'nn'; a padded B's plan without the padding, which
+    packing does) packed for ``layout``, once each; none for layout 'nn'."""
+    packed = []
+    for p in plans:
+        if layout == "nn" or p.config == FALLBACK or isinstance(p, Packed):
+            continue
+        q = Packed(dataclasses.replace(p, pad_b=False) if p.pad_b else p, layout)
+        if q not in packed:
+            packed.append(q)
+    return packed
+
+
 STREAMK_CPU_BLOCKS = 5
 """Stream-K's shares on the CPU emulator (it runs one block at a time): few and odd, so the
 tests' small shapes still split tiles among blocks."""
@@ -484,8 +562,11 @@ _BK = {name: dict(_spec(name).defines)["BK"] for name in CONFIGS}
 def plan_by_id(plan_id: str) -> Plan:
     """The plan whose id is ``plan_id``: ``sgemm_<config>_k<splits>``, or ``sgemm_<config>_sk``
     for stream-K, ``_padb`` after it where B is padded, then ``_tn``, ``_nt`` or ``_tt`` for
-    transposed operands (the ids in results files); ``sgemm_skinny<n|m><pr>_k<splits>`` for
-    the few-column kernel."""
+    transposed operands (the ids in results files); ``sgemm_skinny<n|m|k><pr>_k<splits>`` for
+    the skinny kernels; ``_packed`` after any of these with a transposed layout: ``Packed``."""
+    if plan_id.endswith("_packed"):
+        inner = plan_by_id(plan_id[:-len("_packed")])
+        return Packed(dataclasses.replace(inner, layout="nn"), inner.layout)
     sk = re.fullmatch(r"sgemm_skinny([nmk])(\d+)_k(\d+)(?:_(tn|nt|tt))?", plan_id)
     if sk:
         return Skinny(sk.group(1), int(sk.group(2)), int(sk.group(3)), sk.group(4) or "nn")
@@ -508,6 +589,8 @@ def sanitizer_plans() -> list[Plan]:
                                                                ("m", "tt"))
                    for pr in (1, 8, 32) for s in (1, 3)]
     transposed += [Skinny("k", pr, 1, lay) for pr in (4, 32) for lay in LAYOUTS]
+    transposed += [Packed(p, lay) for p in (Plan("64x64", 3), Plan("128x128", streamk=True),
+                                            Skinny("n", 8, 3)) for lay in LAYOUTS[1:]]
     return ([Plan(c, s) for c in CONFIGS for s in (1, 3)] + [Plan(c, streamk=True) for c in CONFIGS]
             + [Plan("64x128", 1, True)] + transposed + [Plan(FALLBACK)])
 
@@ -518,7 +601,8 @@ def candidates(M: int, N: int, K: int, sms: int = 132, configs=None,
     without split-K, those of STREAMK_CONFIGS with stream-K, and split-K for configurations whose
     tiles of C are fewer than two waves of ``sms`` blocks; where N is not a multiple of 4, each of
     them with B copied into aligned rows as well (B as is only), for operands in ``layout``; and
-    where few columns make it apply, the skinny kernel (``skinny_plans``).
+    where few columns make it apply, the skinny kernel (``skinny_plans``); for transposed
+    layouts, the plans for row-major operands packed as well (``Packed``).
     Below compute capability 8.0 (no cp.async): the fallback alone."""
     if DEFAULT.why_not_here():
         return [Plan(FALLBACK)]
@@ -532,7 +616,10 @@ def candidates(M: int, N: int, K: int, sms: int = 132, configs=None,
                 plans += [Plan(name, s, pad, layout=layout) for pad in pads]
         if name in STREAMK_CONFIGS:
             plans += [Plan(name, 1, pad, streamk=True, layout=layout) for pad in pads]
-    return skinny_plans(M, N, K, layout, sms) + plans  # (first where the model ties: launch-bound)
+    plans = skinny_plans(M, N, K, layout, sms) + plans  # (first where the model ties: launch-bound)
+    if layout != "nn":
+        plans += packed_plans(candidates(M, N, K, sms, configs), layout)
+    return plans
 
 
 _PLANS: list = [None]  # plans set in this process (use_plans), before any saved table
@@ -575,6 +662,14 @@ STREAMK_STEP = 1.15
 OUTER_RATE = 0.25
 """skinny_outer's FMA rate as a share of the tile kernels' best: it loads a value of A per four
 FMAs (an estimate; the first call times it beside the tile plans)."""
+
+
+LAYOUT_SPEED = {"nn": 1.0, "tn": 0.937, "nt": 0.857, "tt": 0.905}
+"""The tile kernels' speed with operands read as each layout stores them, as a share of NN's:
+book.sgemm's native plans at 4096^3 on an H100 (before packing; chapter 9's layouts run)."""
+PACK_SLOW = 1.25
+"""09_transpose.cu's time over a copy of the same bytes at chapter 0's copy bandwidth (an
+estimate; the first call times packed plans beside the others)."""
 
 
 def _blocks_per_sm(config: str) -> int:
@@ -622,10 +717,16 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
     """The cost model's GPU time for ``plan`` at (M, N, K): its blocks' k-steps at the rate its
     configuration reaches at full load, wave by wave on ``sms`` SMs (the busiest SM's blocks; a
     block alone on its SM a little faster), plus what the plan adds -- split-K's slices written
-    and summed, stream-K's slower shared steps and fix-up, B's aligned copy -- and a launch gap
-    per extra kernel."""
+    and summed, stream-K's slower shared steps and fix-up, B's aligned copy, a packed operand's
+    copy -- and a launch gap per extra kernel. Tile plans that read transposed operands as they
+    are run at LAYOUT_SPEED of their rate."""
     if plan.config == FALLBACK:
         return 0.0
+    if isinstance(plan, Packed):
+        packed = (M * K if plan.layout[0] == "t" else 0) + (K * N if plan.layout[1] == "t" else 0)
+        copies = plan.layout.count("t")
+        return (model_seconds(plan.plan, M, N, K, sms)
+                + PACK_SLOW * 8 * packed / _bandwidth() + copies * LAUNCH_S)
     floor = 4 * (M * K + K * N + M * N) / _bandwidth() + LAUNCH_S  # every plan moves its bytes
     if isinstance(plan, Skinny) and plan.side == "k":  # a load of A per 4 FMAs: a quarter's rate
         return max(floor, 2 * M * N * K / (OUTER_RATE * max(_rates().values()) * 1e9) + LAUNCH_S)
@@ -639,7 +740,8 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
     spec = _spec(plan.config)
     (bm, bn), bk = spec.tile, _BK[plan.config]
     r = _blocks_per_sm(plan.config)
-    step = 2 * bm * bn * bk / (_rates()[plan.config] * 1e9) * sms * r  # one block-step, full GPU
+    step = (2 * bm * bn * bk / (_rates()[plan.config] * LAYOUT_SPEED[plan.layout] * 1e9)
+            * sms * r)  # one block-step, full GPU
     tiles, steps = ceil_div(M, bm) * ceil_div(N, bn), ceil_div(K, bk)
     bw = _bandwidth()
     extra = 4 * M * N / bw  # C, written after the k-loop (what sets the pace where K is small)
@@ -669,6 +771,9 @@ def ranked(M: int, N: int, K: int, sms: int = 132, layout: str = "nn") -> list:
 
 FIRST_CALL = 6
 """How many of the model's best plans the first call of a new shape times on a GPU."""
+FIRST_PACKED = 2
+"""For transposed operands, how many of the model's best packed plans it also times (where they
+are not among those)."""
 _LEARNED: dict = {}
 
 
@@ -723,7 +828,13 @@ def _tuned(M: int, N: int, K: int, layout: str):
     row = table[(table.M == M) & (table.N == N) & (table.K == K)]
     if not len(row):
         return None
-    return in_layout(_plan(row.iloc[0]), layout)
+    plan = _plan(row.iloc[0])
+    if layout == "nn" or plan.config == FALLBACK:
+        return plan
+    from .harness.device import device_report
+    sms = device_report().get("sms", 132)
+    ways = [p for p in (in_layout(plan, layout), *packed_plans([plan], layout)) if p is not None]
+    return min(ways, key=lambda p: model_seconds(p, M, N, K, sms), default=None)
 
 
 def in_layout(plan, layout: str):
@@ -745,7 +856,9 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn"):
     each, once per GPU: the book keeps them on disk) and a few runs of each."""
     from .harness.device import device_report
     from .harness.measure import held_event_seconds
-    plans = ranked(M, N, K, device_report().get("sms", 132), layout)[:FIRST_CALL]
+    order = ranked(M, N, K, device_report().get("sms", 132), layout)
+    plans = order[:FIRST_CALL]
+    plans += [p for p in order if isinstance(p, Packed) and p not in plans][:FIRST_PACKED]
     build_ahead(plans)
     seconds = {}
     for plan in plans:
@@ -1175,7 +1288,7 @@ class InLayout:
 def layouts(shapes=None, rounds: int = 3) -> pd.DataFrame:
     """book.sgemm and cuBLAS in each layout (NN, TN, NT, TT) on ``shapes`` (default 4096^3 and
     the first ten held-out shapes), checked, then timed in ``rounds`` interleaved rounds; the
-    median GFLOP/s, and % of cuBLAS in the same layout."""
+    median GFLOP/s, % of cuBLAS in the same layout, and book.sgemm's plan."""
     if shapes is None:
         shapes = ([(4096, 4096, 4096)] + heldout_shapes()[:10] if BACKEND == "gpu"
                   else [(33, 17, 65), (64, 40, 24)])
@@ -1186,6 +1299,8 @@ def layouts(shapes=None, rounds: int = 3) -> pd.DataFrame:
     lib = med[med.library == "cuBLAS"].set_index(["M", "N", "K", "layout"]).gflops
     med["pct_of_cublas"] = 100 * med.gflops.to_numpy() / lib.reindex(
         pd.MultiIndex.from_frame(med[["M", "N", "K", "layout"]])).to_numpy()
+    med["plan"] = [plan_for(m, n, k, lay).id if lib_ == "book.sgemm" else ""
+                   for m, n, k, lay, lib_ in zip(med.M, med.N, med.K, med.layout, med.library)]
     return med
 
 
@@ -1502,7 +1617,7 @@ def main(argv: list[str]) -> int:
         print(heldout_summary(df).round(1).to_string())
     if "--layouts" in argv:
         df = results.keep(layouts(), LAYOUTS_FILE)
-        print(df.to_string())
+        print(df.drop(columns=["label", "device", "date"]).to_string())
         print(layouts_summary(df).round(1).to_string())
     if "--timeline" in argv:
         print(results.keep(edge_timeline(), TIMELINE_FILE).round(1).to_string())

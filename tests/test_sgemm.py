@@ -28,6 +28,35 @@ def test_every_kind_of_plan_reads_transposed_operands(layout):
     assert (table == "ok").all().all(), table.to_string()
 
 
+@pytest.mark.parametrize("layout", S.LAYOUTS[1:])
+def test_packed_plans_transpose_then_run_the_row_major_kernels(layout):
+    """Packed: the transposed operands copied by 09_transpose.cu into row-major workspaces
+    (B's rows rounded up to 4 floats), then an NN plan -- tiles, split-K, stream-K, skinny --
+    on odd shapes; the ids read back as the same plans."""
+    tiles = [S.Packed(S.Plan(c, s), layout) for c in ("64x64", "128x256") for s in (1, 3)]
+    tiles.append(S.Packed(S.Plan("64x128", streamk=True), layout))
+    table = check_kernels(tiles, ODD)
+    assert (table == "ok").all().all(), table.to_string()
+    skinny = {(70, 5, 40): S.Packed(S.Skinny("n", 8, 3), layout),
+              (5, 70, 9): S.Packed(S.Skinny("m", 8, 1), layout)}
+    for shape, plan in skinny.items():
+        assert (check_kernels([plan], [shape]) == "ok").all().all(), plan.id
+    assert all(S.plan_by_id(p.id) == p for p in tiles + list(skinny.values()))
+
+
+def test_packing_is_chosen_where_it_pays():
+    """The cost model packs a transposed B at 4096^3 (its copy costs less than the slower
+    reads), every transposed layout's candidates include packed plans, and an NN plan with a
+    padded B is packed without the padding."""
+    assert isinstance(S.ranked(4096, 4096, 4096, layout="nt")[0], S.Packed)
+    assert all(any(isinstance(p, S.Packed) for p in S.candidates(100, 97, 100, layout=lay))
+               for lay in S.LAYOUTS[1:])
+    assert not any(isinstance(p, S.Packed) for p in S.candidates(100, 97, 100))
+    assert S.packed_plans([S.Plan("64x64", 1, True)], "tn") == [S.Packed(S.Plan("64x64"), "tn")]
+    with pytest.raises(ValueError, match="no packed plan"):
+        S.Packed(S.Plan("64x64", layout="nt"), "nt")
+
+
 def _as_layout(x, transposed: bool):
     """x on this backend: C-contiguous, or the transpose of a C-contiguous copy of x.T."""
     return to_device(np.ascontiguousarray(x.T).copy()).T if transposed else to_device(x.copy())
