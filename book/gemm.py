@@ -942,24 +942,39 @@ TF32X3_DEFINES = (("STAGES", 3), ("CHUNK", 2), ("SMALL_FIRST", 0), ("SCALED", 1)
 """10_wgmma.cu as ``precision='tf32x3'`` builds it: chapter 10's defines, and scaled."""
 
 
+TF32X3_MAX_SPLITS, TF32X3_MIN_KTILES = 16, 8
+
+
+def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
+    """Split-K for ``precision='tf32x3'``: where its 128 x 128 tiles of C are fewer than the SMs
+    (one block per SM), as many slices of K as fill them, each at least TF32X3_MIN_KTILES
+    k-tiles of 32 long, at most TF32X3_MAX_SPLITS and 2 GiB of workspace."""
+    tiles = ceil_div(M, 128) * ceil_div(N, 128)
+    return max(1, min(sms // tiles, ceil_div(K, 32) // TF32X3_MIN_KTILES, TF32X3_MAX_SPLITS,
+                      (2 << 30) // (4 * M * N)))
+
+
 def _tf32x3(A, B, out, alpha: float, beta: float) -> None:
     """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``)."""
-    from .launch.wgmma import tf32x3_wgmma
+    from .launch.wgmma import fix_nonfinite, tf32x3_wgmma
     from .registry import KERNELS
     why = KERNELS["tf32x3_wgmma"].why_not_here()
     if why:
         raise LaunchError(f"sgemm: precision='tf32x3' runs on Hopper's wgmma, and this device "
                           f"{why}; precision='fp32' runs on every GPU")
+    from .harness.device import device_report
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
+    splits = tf32x3_splits(M, N, K, device_report().get("sms", 132))
 
-    def product(c):
-        flags = to_host(tf32x3_wgmma(a, b, c, M, N, K, TF32X3_DEFINES))
-        rows, cols = np.flatnonzero(flags[:M]), np.flatnonzero(flags[M:])
-        if rows.size:  # Inf or NaN in these rows of A: FFMA gives their Inf and NaN as cuBLAS's
-            c[rows, :] = sgemm(a[rows], b)
-        if cols.size:
-            c[:, cols] = sgemm(a, xp.ascontiguousarray(b[:, cols]))
+    def product(c):  # (no wait for the host: Inf and NaN are found and fixed on the GPU)
+        if splits == 1:
+            bad = tf32x3_wgmma(a, b, c, M, N, K, TF32X3_DEFINES)
+        else:  # split-K: the slices into a workspace, then their sum into c
+            work = _workspace(splits * M * N).reshape(splits * M, N)
+            bad = tf32x3_wgmma(a, b, work, M, N, K, TF32X3_DEFINES, splits)
+            _epilogue(work, c, M, N, N, 1, splits, 1.0, 0.0)
+        fix_nonfinite(a, b, c, bad, M, N, K)  # rows and columns with Inf or NaN, as FFMA has them
     _into(out, alpha, beta, product)
 
 

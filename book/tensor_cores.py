@@ -500,3 +500,37 @@ def tf32x3_suite_table(runs: dict) -> "pd.DataFrame":
         cols[(d, "checks")] = df.groupby(["M", "N", "K"], sort=False).status.agg(
             lambda s: "ok" if (s == "ok").all() else "FAILED")
     return pd.DataFrame(cols)
+
+
+def magnitude_summary(runs: dict) -> dict:
+    """:func:`magnitudes` of every GPU recorded, for the text: the smallest and largest error
+    of each kernel over all families, magnitudes and GPUs (``mag_<kernel>_min`` / ``_max``)."""
+    import pandas as pd
+    err = pd.concat(runs.values()).groupby("kernel").rel_error.agg(["min", "max"])
+    return {f"mag_{k}_{m}": float(err.loc[k, m]) for k in err.index for m in ("min", "max")}
+
+
+TF32X3_GOALS = {"4096³": (lambda s: (s.M == 4096) & (s.N == 4096) & (s.K == 4096), 2.5),
+                "8192³": (lambda s: (s.M == 8192) & (s.N == 8192) & (s.K == 8192), 2.5),
+                "M, N ≥ 2048 and K ≥ 1024, lowest": (
+                    lambda s: (s.M >= 2048) & (s.N >= 2048) & (s.K >= 1024), 2.0),
+                "1024³": (lambda s: (s.M == 1024) & (s.N == 1024) & (s.K == 1024), 1.5),
+                "1024 × 1024 × 16384": (lambda s: (s.M == 1024) & (s.N == 1024) & (s.K == 16384), 1.5)}
+"""Issue 27's speed goals for ``precision='tf32x3'`` on chapter 9's suite: (which shapes, the
+least multiple of cuBLAS SGEMM's GFLOP/s each must reach)."""
+
+
+def tf32x3_goal_table(runs: dict) -> "pd.DataFrame":
+    """:func:`tf32x3_suite` of every GPU recorded against :data:`TF32X3_GOALS`: per goal and GPU
+    the multiple of cuBLAS SGEMM reached (the lowest over the goal's shapes), the goal, and the
+    geometric mean over the whole suite."""
+    import pandas as pd
+    rows = {}
+    for d, df in runs.items():
+        x = df[df.kernel == Tf32x3Sgemm.id].assign(x=lambda t: t.pct_of_cublas / 100)
+        col = {name: x[pick(x)].x.min() for name, (pick, _) in TF32X3_GOALS.items()}
+        col["whole suite, geometric mean"] = float(np.exp(np.log(x.x).mean()))
+        rows[d] = col
+    table = pd.DataFrame(rows)
+    table.insert(0, "goal (x SGEMM)", [g for _, g in TF32X3_GOALS.values()] + [np.nan])
+    return table

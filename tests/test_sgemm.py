@@ -364,3 +364,13 @@ def test_tf32x3_is_refused_clearly_without_wgmma(monkeypatch):
                                           r"device needs compute capability 9.0 exactly.*"
                                           r"precision='fp32' runs on every GPU"):
         S.sgemm(a, b, precision="tf32x3")
+
+
+def test_split_k_where_tiles_are_few():
+    """precision='tf32x3': few 128 x 128 tiles of C and a long K: split-K fills the SMs; never
+    slices under 8 k-tiles, never more than 16, none where the tiles fill the GPU."""
+    assert S.tf32x3_splits(1024, 1024, 1024, 132) == 2
+    assert S.tf32x3_splits(512, 512, 65536, 132) == 8
+    assert S.tf32x3_splits(130, 200, 3000, 132) == 11
+    assert S.tf32x3_splits(4096, 4096, 4096, 132) == 1
+    assert S.tf32x3_splits(64, 64, 200, 132) == 1  # K too short to split

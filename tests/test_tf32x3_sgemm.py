@@ -52,7 +52,8 @@ def test_inf_and_nan_land_where_ieee_puts_them():
     assert np.max(np.abs(got[fin] - ref[fin])) < TOLERANCE * np.abs(ref[fin]).max()
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 65), (130, 300, 7), (129, 129, 257)])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 65), (130, 300, 7), (129, 129, 257),
+                                   (130, 200, 3000), (1, 5, 70000)])
 def test_odd_shapes_views_and_alpha_beta(shape):
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=8)
@@ -67,3 +68,4 @@ def test_an_unknown_precision_is_refused():
     a, b = (to_device(x) for x in random_inputs(8, 6, 5, seed=1))
     with pytest.raises(LaunchError, match=r"precision 'tf32': one of 'fp32', 'tf32x3'"):
         S.sgemm(a, b, precision="tf32")
+

@@ -29,12 +29,13 @@
 //   exponents first finds, per row of A and per column of B, the largest exponent of a finite
 //   element; pack_split multiplies each by the power of two that brings that largest to [1, 2)
 //   -- exact -- and the product's store multiplies C's element back by both powers. Non-finite
-//   elements are split as big = x, small = 0 and flagged: book.gemm recomputes the rows and
-//   columns they touch with FFMA, so that Inf and NaN come out as cuBLAS SGEMM's.
+//   elements are split as big = x, small = 0 and flagged: fix_nonfinite then recomputes the rows
+//   and columns they touch with FFMA, so that Inf and NaN come out as cuBLAS SGEMM's.
 // Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2); then
 //   matmul_tf32x3_wgmma with block 256, grid
-//   (CEIL_DIV(N, 128), CEIL_DIV(M, 128)), STAGE_BYTES * STAGES + 1024 bytes of dynamic
-//   shared memory; any M, N, K. Compiled for sm_90a (compute capability 9.0).
+//   (CEIL_DIV(N, 128), CEIL_DIV(M, 128), splits), STAGE_BYTES * STAGES + 1024 bytes of dynamic
+//   shared memory; any M, N, K. With splits > 1 (few tiles of C: split-K), C is a workspace of
+//   `splits` M x N slices, which 09_splitk.cu adds up. Compiled for sm_90a (compute capability 9.0).
 #include "wgmma.cuh"
 
 #ifndef STAGES
@@ -64,7 +65,7 @@ __device__ __forceinline__ int exponent_of(float x) {
 
 // ea[m] = the largest exponent field of row m of A's finite elements, eb[n] = that of column n
 // of B (both start at 0: run on zeroed arrays), and bad[m] / bad[M + n] = 1 where the row or
-// column holds Inf or NaN. blockIdx.z = 0: A, one block per row; 1: B, 256 columns by 256 k's
+// column holds Inf or NaN, and then bad[M + N] = 1 too. blockIdx.z = 0: A, one block per row; 1: B, 256 columns by 256 k's
 // per block. Launch: block 256, grid (max(M, CEIL_DIV(N, 256)), CEIL_DIV(K, 256), 2).
 extern "C" __global__ void __launch_bounds__(256)
 exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restrict__ ea,
@@ -79,7 +80,7 @@ exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restr
             nonfinite |= e < 0;
         }
         if (top > 0) atomicMax(&ea[m], top);
-        if (nonfinite) bad[m] = 1;
+        if (nonfinite) bad[m] = bad[M + N] = 1;
         return;
     }
     const int n = blockIdx.x * 256 + threadIdx.x, k0 = blockIdx.y * 256;
@@ -91,7 +92,26 @@ exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restr
         nonfinite |= e < 0;
     }
     if (top > 0) atomicMax(&eb[n], top);
-    if (nonfinite) bad[M + n] = 1;
+    if (nonfinite) bad[M + n] = bad[M + N] = 1;
+}
+
+// After the product (and split-K's sum): the elements of C in a row of A or a column of B that
+// holds Inf or NaN (exponents' flags), recomputed with float32 FMAs -- every one of them is Inf or
+// NaN, and now the same one as cuBLAS SGEMM's. A block whose flag bad[M + N] is 0 (no Inf or NaN
+// anywhere, the usual case) returns at once, so the call needs no round trip to the host to
+// decide. Launch: any grid, block 256.
+extern "C" __global__ void __launch_bounds__(256)
+fix_nonfinite(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+              const int* __restrict__ bad, int M, int N, int K) {
+    if (bad[M + N] == 0) return;
+    for (long long i = blockIdx.x * 256LL + threadIdx.x; i < (long long)M * N;
+         i += (long long)gridDim.x * 256) {
+        const int m = (int)(i / N), n = (int)(i % N);
+        if (!bad[m] && !bad[M + n]) continue;
+        float sum = 0.0f;
+        for (int k = 0; k < K; ++k) sum = fmaf(A[(long long)m * K + k], B[(long long)k * N + n], sum);
+        C[i] = sum;
+    }
 }
 
 // x times 2^(127 - e): the largest finite element of its row (column) to [1, 2); exact.
@@ -160,15 +180,19 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
     float* stages = align_1024(dynamic);
     __shared__ unsigned long long full[STAGES];  // one mbarrier per stage
     const int tid = threadIdx.x, wg = tid / 128, w = tid % 128 / 32, g = tid % 32 / 4, t = tid % 4;
-    const int tiles = CEIL_DIV(K, 32);
+    // Split-K (gridDim.z > 1): block z takes slice z of the k-tiles and stores its sums into
+    // slice z of C (then a workspace of gridDim.z M x N slices, added up by 09_splitk.cu).
+    const int all = CEIL_DIV(K, 32), per = CEIL_DIV(all, (int)gridDim.z);
+    const int kt0 = blockIdx.z * per, tiles = max(0, min(per, all - kt0));
+    C += (long long)blockIdx.z * M * N;
     int tile_row = blockIdx.y, tile_col = blockIdx.x;
     if (group_m > 0) {
         const int id = blockIdx.y * gridDim.x + blockIdx.x, group = group_m * gridDim.x;
         const int first = id / group * group_m, rows = min((int)gridDim.y - first, group_m);
         tile_row = first + id % group % rows, tile_col = id % group / rows;
     }
-    const float* a_records = Ap + (long long)tile_row * tiles * RECORD_FLOATS;
-    const float* b_records = Bp + (long long)tile_col * tiles * RECORD_FLOATS;
+    const float* a_records = Ap + ((long long)tile_row * all + kt0) * RECORD_FLOATS;
+    const float* b_records = Bp + ((long long)tile_col * all + kt0) * RECORD_FLOATS;
     if (tid == 0)
         for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]);
     __syncthreads();

@@ -72,21 +72,23 @@ def _exponents():
 
 def exponents(A, B, M: int, N: int, K: int):
     """(ea, eb, bad): the largest exponent field of each row of A's and column of B's finite
-    elements, and 1 for each row of A (bad[:M]) and column of B (bad[M:]) that holds Inf or
-    NaN (10_wgmma.cu's exponents)."""
+    elements, and 1 for each row of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf
+    or NaN, bad[M + N] = 1 if any does (10_wgmma.cu's exponents)."""
     ea, eb = xp.zeros(M, dtype=xp.int32), xp.zeros(N, dtype=xp.int32)
-    bad = xp.zeros(M + N, dtype=xp.int32)
+    bad = xp.zeros(M + N + 1, dtype=xp.int32)
     _exponents()((max(M, _ceil(N, 256)), _ceil(K, 256), 2), (256, 1),
                  (A, B, ea, eb, bad, *map(np.int32, (M, N, K))))
     return ea, eb, bad
 
 
-def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES):
+def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, splits: int = 1):
     """C = A B with 3xTF32 on wgmma (A: M x K, B: K x N, C: M x N, contiguous float32);
     ``defines`` of 10_wgmma.cu as (name, value) pairs. With SCALED = 1, rows of A and columns
     of B are scaled by powers of two first, and the call returns the flags of the rows of A
-    and columns of B that hold Inf or NaN (``exponents``' bad; else None)."""
-    for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
+    and columns of B that hold Inf or NaN (``exponents``' bad; else None). ``splits`` > 1:
+    split-K, C a workspace of ``splits`` M x N slices (shape (splits * M, N)) whose sum is A B,
+    for the caller to add up (09_splitk.cu)."""
+    for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (splits * M, N))):
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
                               f"float32 {shape}")
@@ -101,7 +103,19 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES):
         ea, eb, bad = exponents(A, B, M, N, K)
     pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
     kernel, smem = _kernels(tuple(defines))[1:]
-    grid = (_ceil(N, TILE), _ceil(M, TILE))
+    grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
     kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)), ea, eb),
            shared_mem=smem)
     return bad
+
+
+@lru_cache(maxsize=1)
+def _fix_nonfinite():
+    return load_kernel(SOURCE, "fix_nonfinite", options=OPTIONS)
+
+
+def fix_nonfinite(A, B, C, bad, M: int, N: int, K: int) -> None:
+    """C's elements in the rows of A and columns of B that ``bad`` (from :func:`exponents`) flags,
+    recomputed with float32 FMAs (10_wgmma.cu's fix_nonfinite; nothing where none is flagged,
+    decided on the GPU: no wait for the host)."""
+    _fix_nonfinite()((min(_ceil(M * N, 256), 1024),), (256, 1), (A, B, C, bad, *map(np.int32, (M, N, K))))
