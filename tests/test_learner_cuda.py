@@ -174,3 +174,22 @@ def test_a_pointer_past_a_shared_array_is_named():
     with pytest.raises(LaunchError, match=r"wrote past the end of the __shared__ array "
                                           r"tile \(float\[32\]\[33\]\), through a pointer"):
         load_kernel(LEARNER, "shared_pointer_overrun")((1,), (32,), (out, np.int32(32 * 33 + 4096)))
+
+
+@pytest.mark.parametrize("n", [64, 63, 61])
+def test_float4_reads_aligned_from_an_arrays_start_run_whatever_its_size(n):
+    """Offsets that are multiples of 4 floats from the array's start are aligned on a GPU (its
+    arrays start on 256 bytes), whatever the array's length; the emulator agrees."""
+    x, out = np.arange(n, dtype=np.float32), xp.zeros(2, dtype=xp.float32)
+    load_kernel(LEARNER, "misaligned")((1,), (2,), (to_device(x), out, np.int32(4)))
+    assert list(to_host(out)) == [x[4:8].sum(), x[8:12].sum()]
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="on a GPU a misaligned address ends the CUDA context")
+def test_a_misaligned_float4_is_named_as_the_gpu_names_it():
+    x, out = np.arange(64, dtype=np.float32), np.zeros(8, np.float32)
+    with pytest.raises(LaunchError, match=r"misaligned: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"misaligned address: the reinterpret_cast to float4\* "
+                                          r"on line \d+ gives an address 4 bytes past a 16-byte "
+                                          r"boundary.*must be a multiple of 4"):
+        load_kernel(LEARNER, "misaligned")((1,), (8,), (x, out, np.int32(1)))

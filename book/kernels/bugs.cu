@@ -114,3 +114,33 @@ extern "C" __global__ void tile_overflow(float* out) {
     __syncthreads();
     out[threadIdx.x] = tile[threadIdx.x / 16 + 1][threadIdx.x % 16];
 }
+
+// Reads float4s at in[i + 4 t]: with i not a multiple of 4 the float4 is misaligned, which a GPU
+// reports as "misaligned address" (error 716) and the CPU alone would let pass.
+extern "C" __global__ void float4_at(const float* in, float* out, int i) {
+    const float4 v = *reinterpret_cast<const float4*>(&in[i + 4 * threadIdx.x]);
+    out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
+// Runs a pointer taken from a __shared__ array n floats past each thread's own element: thread
+// 31 reads past the end when n > 0 (an index s[i] is checked; a pointer is not, so the emulator
+// ends every __shared__ array at an inaccessible page).
+extern "C" __global__ void shared_pointer_past(float* out, int n) {
+    __shared__ float s[32];
+    float* p = s;
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = p[threadIdx.x + n];
+}
+
+// A device assert that fails in thread 5 (x[5] <= 0).
+extern "C" __global__ void assert_positive(const float* x) { assert(x[threadIdx.x] > 0.0f); }
+
+// Uses dynamic shared memory (extern __shared__): one float per thread, which the launch must
+// give as shared_mem= bytes.
+extern "C" __global__ void dynamic_tile(float* out) {
+    extern __shared__ float tile[];
+    tile[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}

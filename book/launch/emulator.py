@@ -167,11 +167,19 @@ def checking() -> bool:
     return os.environ.get("BOOK_EMU_CHECK", "0") == "1"
 
 
+_VECTOR_CAST = re.compile(
+    r"\breinterpret_cast\s*<\s*((?:(?:const|volatile)\s+)*(float[24]|int[24]|double2)"
+    r"(?:\s+(?:const|volatile))*\s*\*)\s*>\s*\(")
+"""``reinterpret_cast<float4*>(`` and the like: a cast to a pointer to a vector type."""
+
+
 def emulate_source(text: str) -> str:
     """Rewrite every static ``__shared__`` array into cuda_emu.h's shared_array (its indices are
-    checked; in check mode its accesses too) and ``extern __shared__ T name[];`` to read the
-    launch's dynamic shared buffer."""
+    checked; in check mode its accesses too), ``extern __shared__ T name[];`` to read the
+    launch's dynamic shared buffer, and casts to vector pointers (``reinterpret_cast<float4*>``)
+    into cuda_emu.h's vector_cast, which checks their alignment as the GPU does."""
     text = _SHARED_DECL.sub(_checked_shared, text)
+    text = _VECTOR_CAST.sub(r'::cuda_emu::vector_cast<\1>("\2", __LINE__, ', text)
     return _EXTERN_SHARED.sub(
         r"\1#define \3 (reinterpret_cast<\2*>(::cuda_emu::dynamic_smem))", text)
 
@@ -286,7 +294,9 @@ FAULT = struct.Struct("<iiiiQ3I3I")
 """cuda_emu.h's FaultReport: signal, si_code, write (1) / read (0) / unknown (-1), inside a kernel
 thread, address, block, thread. The worker's signal handler writes it at the arena's start."""
 POINTERS = 256
-"""Where in the arena's first page the worker writes the address it gave each array argument."""
+"""Where in the arena's first page the worker writes the address it gave each array argument
+(0 for a scalar), then each argument's bytes; how many arguments, at ARGUMENTS."""
+ARGUMENTS = 240
 SHARED_NAME = 4096 - 256
 """Where in the arena's first page the fault handler names the __shared__ array overrun (code -4:
 cuda_emu.h's kSharedNameAt)."""
@@ -558,6 +568,8 @@ def serve(from_parent: int, to_parent: int) -> None:
             page0 = mmap.mmap(fd, PAGE)
         values, reserved, mapped = [], [], {}
         pointers = np.frombuffer(page0, np.uint64, len(places), POINTERS)
+        sizes = np.frombuffer(page0, np.uint64, len(places), POINTERS + 8 * len(places))
+        np.frombuffer(page0, np.uint64, 1, ARGUMENTS)[0] = len(places)
         for i, place in enumerate(places):
             if place[0] == "scalar":
                 values.append(place[1])
@@ -572,7 +584,7 @@ def serve(from_parent: int, to_parent: int) -> None:
                 reserved.append((base, span + 2 * GUARD))
                 mapped[start] = base + GUARD
             values.append(mapped[start] + data)
-            pointers[i] = mapped[start] + data
+            pointers[i], sizes[i] = mapped[start] + data, place[4]
         cells, argv = _argv(values)
         error = _call(library, kernel, grid, block, smem, argv, workers,
                       ctypes.addressof(ctypes.c_char.from_buffer(page0)))

@@ -141,3 +141,10 @@ extern "C" __global__ void shared_pointer_overrun(float* out, int n) {
     __syncthreads();
     out[threadIdx.x] = tile[0][threadIdx.x];
 }
+
+// A float4 read at x + offset: on a GPU, an offset that is not a multiple of 4 floats is a
+// misaligned address (the launch fails); the emulator says so.
+extern "C" __global__ void misaligned(const float* x, float* out, int offset) {
+    const float4 v = reinterpret_cast<const float4*>(x + offset)[threadIdx.x];
+    out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}

@@ -229,8 +229,10 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
     _exit(86);
 }
 
+inline unsigned launches = 0;  // counted by catch_faults, once per launch, before any thread runs
 inline void catch_faults(void* report) {
     fault_report = static_cast<FaultReport*>(report);
+    ++launches;
     struct sigaction action {};
     action.sa_sigaction = on_fault;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;  // on the thread's own signal stack: a fiber's
@@ -333,7 +335,7 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                 Fiber& g = fibers[base + l];
                 if (g.op == SHFL) {
                     if (!(f.mask >> g.src & 1u)) {  // on a GPU: an undefined value
-                        char what[320];
+                        char what[512];
                         std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, %u):"
                                       " a __shfl*_sync at line %d reads lane %u, which its mask "
                                       "0x%08x leaves out", block_idx.x, block_idx.y, block_idx.z,
@@ -917,6 +919,51 @@ struct shared_array {
         return data;
     }
 };
+
+// The start of the array argument whose bytes hold address `at` (the worker writes each one's
+// address and bytes into the fault page before the launch: book/launch/emulator.py's POINTERS),
+// else 0. (Shared memory starts on 16 bytes here, as on a GPU.)
+constexpr int kArgumentsAt = 240, kPointersAt = 256;
+inline thread_local std::uintptr_t last_start = 1, last_end = 0;  // the argument found last,
+inline thread_local unsigned last_launch = 0;                       // in this launch
+inline std::uintptr_t argument_start(std::uintptr_t at) {
+    if (last_launch == launches && at >= last_start && at < last_end) return last_start;
+    last_launch = launches;
+    if (!fault_report) return 0;
+    const auto* page = reinterpret_cast<const unsigned char*>(fault_report);
+    const std::uint64_t n = *reinterpret_cast<const std::uint64_t*>(page + kArgumentsAt);
+    const auto* pointers = reinterpret_cast<const std::uint64_t*>(page + kPointersAt);
+    for (std::uint64_t i = 0; i < n && kPointersAt + 16 * n <= kSharedNameAt; ++i)
+        if (pointers[i] && at >= pointers[i] && at < pointers[i] + pointers[n + i]) {
+            last_start = pointers[i], last_end = pointers[i] + pointers[n + i];
+            return last_start;
+        }
+    return 0;
+}
+
+// reinterpret_cast<float4*>(p) and the other vector types (emulate_source rewrites such casts
+// into this): on a GPU a vector access must sit at a multiple of its size, or the launch fails
+// with "misaligned address". The emulator's CPU would read it anyway, so the cast checks.
+template <class T, class P>
+inline T vector_cast(const char* type, int line, P&& p) {
+    if constexpr (std::is_pointer_v<std::decay_t<P>>) {
+        using V = std::remove_cv_t<std::remove_pointer_t<T>>;
+        auto at = reinterpret_cast<std::uintptr_t>(static_cast<const volatile void*>(p));
+        at -= argument_start(at);  // on a GPU each array starts on 256 bytes; here, anywhere
+        if (at % alignof(V)) {
+            char what[512];
+            std::snprintf(what, sizeof what, "misaligned address: the reinterpret_cast to %s* on "
+                          "line %d gives an address %zu bytes past a %zu-byte boundary (counted "
+                          "from its array's start, as a GPU's arrays start on 256 bytes), and a %s "
+                          "must start on one: on a GPU the launch fails with 'misaligned address'. "
+                          "An index of 4-byte elements (float, int) cast so must be a multiple of %zu",
+                          type, line, (std::size_t)(at % alignof(V)), alignof(V), type,
+                          alignof(V) / 4 ? alignof(V) / 4 : 1);
+            fail_here(what);
+        }
+    }
+    return reinterpret_cast<T>(p);
+}
 
 }  // namespace cuda_emu
 
