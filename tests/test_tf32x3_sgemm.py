@@ -53,7 +53,7 @@ def test_inf_and_nan_land_where_ieee_puts_them():
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (33, 17, 65), (130, 300, 7), (129, 129, 257),
-                                   (130, 200, 3000), (1, 5, 70000)])
+                                   (130, 200, 3000), (1, 5, 2000)])
 def test_odd_shapes_views_and_alpha_beta(shape):
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=8)

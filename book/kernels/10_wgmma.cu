@@ -97,8 +97,8 @@ exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restr
 
 // After the product (and split-K's sum): the elements of C in a row of A or a column of B that
 // holds Inf or NaN (exponents' flags), recomputed with float32 FMAs -- every one of them is Inf or
-// NaN, and now the same one as cuBLAS SGEMM's. A block whose flag bad[M + N] is 0 (no Inf or NaN
-// anywhere, the usual case) returns at once, so the call needs no round trip to the host to
+// NaN, and now the same one as cuBLAS SGEMM's. A block whose flag bad[M + N] is 0 (no Inf or
+// NaN anywhere, the usual case) returns at once, so the call needs no round trip to the host to
 // decide. Launch: any grid, block 256.
 extern "C" __global__ void __launch_bounds__(256)
 fix_nonfinite(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
