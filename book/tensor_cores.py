@@ -531,6 +531,6 @@ def tf32x3_goal_table(runs: dict) -> "pd.DataFrame":
         col = {name: x[pick(x)].x.min() for name, (pick, _) in TF32X3_GOALS.items()}
         col["whole suite, geometric mean"] = float(np.exp(np.log(x.x).mean()))
         rows[d] = col
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows).round(2)
     table.insert(0, "goal (x SGEMM)", [g for _, g in TF32X3_GOALS.values()] + [np.nan])
     return table
