@@ -266,8 +266,10 @@ class Skinny:
     @property
     def per_block(self) -> int:
         """Rows (dots) or columns (rows) of the large operand one block of 09_skinny.cu takes."""
-        if not self.dots:  # skinny_rows; skinny_outer: these columns of OUTER_ROWS rows
+        if self.side == "k":  # skinny_outer: these columns of OUTER_ROWS rows
             return 128 * SKINNY_WARPS
+        if not self.dots:  # skinny_rows: a block's warps split its k's
+            return 128
         return SKINNY_WARPS * (4 if self.pr <= 8 else 2 if self.pr == 16 else 1)
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
@@ -295,7 +297,7 @@ class Skinny:
             y, z = a_mk[::-1], (1, ldc)    # dots: C^T = B^T A^T, Y(k, m) = A(m, k); Z(n, m)
             if not self.dots:              # rows: Y(m, k) = A(m, k); Z(m, n)
                 y, z = a_mk, (ldc, 1)
-        splits = max(1, min(self.splits, ceil_div(K, 32 if self.dots else 8)))
+        splits = max(1, min(self.splits, ceil_div(K, 32)))
         grid = (ceil_div(R, self.per_block), splits)
         work = _workspace(splits * R * P) if splits > 1 else _workspace(1)
         _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
@@ -322,15 +324,16 @@ def _skinny(pr: int, name: str):
 
 def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:
     """The skinny plans that read this shape and layout: few columns of C (N <= 32) or few rows
-    (M <= 32), each split count that leaves every block at least 32 values of k (8 in
-    skinny_rows) and the GPU no more than eight blocks per SM; few k (K <= 32)."""
+    (M <= 32), each split count that leaves every block at least 32 values of k (in skinny_rows,
+    one group of rows for each of its warps) and the GPU no more than eight blocks per SM; few k
+    (K <= 32)."""
     plans = [Skinny("k", next(p for p in SKINNY_PR if p >= K), 1, layout)] if K <= SKINNY_PR[-1] else []
     for side, few, big in (("n", N, M), ("m", M, N)):
         if few > SKINNY_PR[-1]:
             continue
         pr = next(p for p in SKINNY_PR if p >= few)
         one = Skinny(side, pr, 1, layout)
-        blocks, step = ceil_div(big, one.per_block), 32 if one.dots else 8
+        blocks, step = ceil_div(big, one.per_block), 32
         plans += [Skinny(side, pr, s, layout) for s in SKINNY_SPLITS
                   if s == 1 or (K >= step * s and blocks * s <= 8 * sms)]
     return plans

@@ -87,10 +87,13 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
 }
 
 // skinny_rows: Z (P x R) = Y (P x K) X (K x R), X's rows (k) ldx floats apart and read along r.
-// Each thread owns 4 adjacent columns r of Z: per k it loads 4 floats of X (16 bytes where X's
-// rows start on 16 bytes; a warp reads 512 adjacent bytes) and multiplies them by the chunk's
-// Y[p][k], the same for every thread (a broadcast from shared memory), into 4 x PR sums.
-// Launch: block (32 * WARPS), grid (CEIL_DIV(R, 128 * WARPS), splits); element (p, k) of Y at
+// A block takes 128 adjacent columns r of X, each lane 4 of them: per k it loads 4 floats of X
+// (16 bytes where X's rows start on 16 bytes; a warp reads 512 adjacent bytes) and multiplies
+// them by the chunk's Y[p][k], the same for every lane (a broadcast from shared memory), into
+// 4 x PR sums. The block's WARPS warps split its k's among them, UNROLL rows at a time in turn
+// (so that few columns still give many warps, each with UNROLL loads in flight), and add their
+// sums through shared memory at the end.
+// Launch: block (32 * WARPS), grid (CEIL_DIV(R, 128), splits); element (p, k) of Y at
 //   Y[p * y_p + k * y_k], element (p, r) of Z at Z[p * z_p + r * z_r]; splits > 1 as skinny_dots
 //   (W holds P x R slices, row p, column r at p * R + r: splitk_reduce over P x R, with
 //   z_p and z_r as its row and column steps).
@@ -108,7 +111,9 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
             float* __restrict__ Z, int z_p, int z_r, int R, int P, int K, float alpha,
             float beta, float* __restrict__ W) {
     __shared__ float Ys[KC][PR];
-    const int r = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    __shared__ float sums[32][4 * PR + 1];  // one warp's sums at a time (+1: no bank conflicts)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int r = 4 * (blockIdx.x * 32 + lane);
     const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), 8) * 8;  // few columns of X: fine splits
     const int k_begin = blockIdx.y * per, k_end = min(K, k_begin + per);
     const bool vec = (ldx & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0 &&
@@ -122,9 +127,9 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
         __syncthreads();
         const int kn = min(KC, k_end - k0);
         if (r < R) {
-            int kk = 0;
+            int kk = warp * UNROLL;  // this warp's rows: UNROLL at a time, every WARPS * UNROLL
             if (vec)  // UNROLL rows of X in flight per thread: a lone load per k leaves DRAM idle
-                for (; kk + UNROLL <= kn; kk += UNROLL) {
+                for (; kk + UNROLL <= kn; kk += WARPS * UNROLL) {
                     float4 v[UNROLL];
 #pragma unroll
                     for (int u = 0; u < UNROLL; ++u)
@@ -135,17 +140,32 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
                         rows_step(acc, Ys[kk + u], x);
                     }
                 }
-            for (; kk < kn; ++kk) {
-                const float* row = X + (long long)(k0 + kk) * ldx + r;
-                float x[4];
+            for (; kk < kn; kk += WARPS * UNROLL)  // the rows left, one at a time
+                for (int u = 0; u < UNROLL && kk + u < kn; ++u) {
+                    const float* row = X + (long long)(k0 + kk + u) * ldx + r;
+                    float x[4];
 #pragma unroll
-                for (int j = 0; j < 4; ++j) x[j] = r + j < R ? row[j] : 0.0f;
-                rows_step(acc, Ys[kk], x);
-            }
+                    for (int j = 0; j < 4; ++j) x[j] = r + j < R ? row[j] : 0.0f;
+                    rows_step(acc, Ys[kk + u], x);
+                }
         }
         __syncthreads();
     }
-    if (r >= R) return;
+    for (int w = 1; w < WARPS; ++w) {  // warp 0 adds the other warps' sums, one warp at a time
+        if (warp == w)
+#pragma unroll
+            for (int p = 0; p < PR; ++p)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) sums[lane][4 * p + j] = acc[p][j];
+        __syncthreads();
+        if (warp == 0)
+#pragma unroll
+            for (int p = 0; p < PR; ++p)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[p][j] += sums[lane][4 * p + j];
+        __syncthreads();
+    }
+    if (warp != 0 || r >= R) return;
 #pragma unroll
     for (int p = 0; p < PR; ++p) {
         if (p >= P) break;
