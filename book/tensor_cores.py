@@ -457,13 +457,16 @@ MAGNITUDE_STYLES = {"tf32x3": ("3xTF32, scaled", FAMILIES[10][1], "-", "o"),
 
 
 def magnitude_table(runs: dict) -> "pd.DataFrame":
-    """:func:`magnitudes` of every GPU recorded: one row per family and magnitude, one column
-    per GPU and kernel (relative error against float64)."""
+    """:func:`magnitudes` of every GPU recorded: one row per GPU (by its short name, H100),
+    family and magnitude, one column per kernel (relative error against float64; 3xTF32 scaled
+    as book.sgemm runs it, and unscaled)."""
     import pandas as pd
-    names = {kernel: style[0] for kernel, style in MAGNITUDE_STYLES.items()}
-    return pd.concat({d: df.pivot_table(index=["family", "scale"], columns="kernel", values="rel_error",
-                                         sort=False).rename(columns=names)[list(names.values())]
-                      for d, df in runs.items()}, axis=1).rename(index=lambda s: f"{s:.0e}", level="scale")
+    names = {"tf32x3": "3xTF32", "tf32x3_unscaled": "unscaled", "book_sgemm": "FFMA",
+             "cublas": "cuBLAS"}
+    table = pd.concat({d.replace("NVIDIA ", "").split()[0]: df.pivot_table(
+        index=["family", "scale"], columns="kernel", values="rel_error", sort=False)[list(names)]
+        for d, df in runs.items()}, names=["GPU"])
+    return table.rename(columns=names).rename(index=lambda s: f"{s:.0e}", level="scale")
 
 
 def magnitude_plot(df: "pd.DataFrame"):
