@@ -144,3 +144,12 @@ extern "C" __global__ void dynamic_tile(float* out) {
     __syncthreads();
     out[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
 }
+
+// Recursion without end: every call keeps a frame (a volatile local array) on the thread's stack.
+__device__ int deeper(int n, volatile int* sink) {
+    volatile int frame[64];
+    frame[0] = n;
+    *sink = frame[0];
+    return n + deeper(n + 1, sink) + frame[0];
+}
+extern "C" __global__ void endless_recursion(int* out) { out[threadIdx.x] = deeper(0, out); }
