@@ -1267,12 +1267,15 @@ def layouts_summary(df: pd.DataFrame) -> pd.DataFrame:
     b = df[df.library == "book.sgemm"]
     big = b[(b.M == 4096) & (b.N == 4096) & (b.K == 4096)].set_index("layout").gflops
     rest = b[~((b.M == 4096) & (b.N == 4096) & (b.K == 4096))]
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "GFLOP/s at 4096^3": big,
         "% of NN at 4096^3": 100 * big / big.get("nn", np.nan),
         "% of cuBLAS, same layout, 4096^3": b[(b.M == 4096) & (b.K == 4096)].set_index("layout").pct_of_cublas,
-        "geometric mean, other shapes (% of cuBLAS, same layout)":
+        f"geometric mean, the {rest[['M', 'N', 'K']].drop_duplicates().shape[0]} other shapes "
+        "(% of cuBLAS, same layout)":
             rest.groupby("layout").pct_of_cublas.apply(lambda p: 100 * float(np.exp(np.log(p / 100).mean())))})
+    out.index = out.index.str.upper()
+    return out
 
 
 @dataclass(frozen=True)

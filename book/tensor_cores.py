@@ -461,7 +461,7 @@ def magnitude_table(runs: dict) -> "pd.DataFrame":
     family and magnitude, one column per kernel (relative error against float64; 3xTF32 scaled
     as book.sgemm runs it, and unscaled)."""
     import pandas as pd
-    names = {"tf32x3": "3xTF32", "tf32x3_unscaled": "unscaled", "book_sgemm": "FFMA",
+    names = {"tf32x3": "3xTF32", "tf32x3_unscaled": "3xTF32 unscaled", "book_sgemm": "FFMA",
              "cublas": "cuBLAS"}
     table = pd.concat({d.replace("NVIDIA ", "").split()[0]: df.pivot_table(
         index=["family", "scale"], columns="kernel", values="rel_error", sort=False)[list(names)]
@@ -534,6 +534,6 @@ def tf32x3_goal_table(runs: dict) -> "pd.DataFrame":
         col = {name: x[pick(x)].x.min() for name, (pick, _) in TF32X3_GOALS.items()}
         col["whole suite, geometric mean"] = float(np.exp(np.log(x.x).mean()))
         rows[d] = col
-    table = pd.DataFrame(rows).round(2)
-    table.insert(0, "goal (x SGEMM)", [g for _, g in TF32X3_GOALS.values()] + [np.nan])
+    table = pd.DataFrame(rows).map(lambda x: f"{x:.2f}")  # 2.00, not 2
+    table.insert(0, "goal (x SGEMM)", [f"{g:.1f}" for _, g in TF32X3_GOALS.values()] + ["--"])
     return table

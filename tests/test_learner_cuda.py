@@ -191,5 +191,5 @@ def test_a_misaligned_float4_is_named_as_the_gpu_names_it():
     with pytest.raises(LaunchError, match=r"misaligned: block \(0, 0, 0\), thread \(0, 0, 0\): "
                                           r"misaligned address: the reinterpret_cast to float4\* "
                                           r"on line \d+ gives an address 4 bytes past a 16-byte "
-                                          r"boundary.*must be a multiple of 4"):
+                                          r"boundary.*i must be a multiple of 4"):
         load_kernel(LEARNER, "misaligned")((1,), (8,), (x, out, np.int32(1)))

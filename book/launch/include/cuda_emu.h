@@ -956,7 +956,7 @@ inline T vector_cast(const char* type, int line, P&& p) {
                           "line %d gives an address %zu bytes past a %zu-byte boundary (counted "
                           "from its array's start, as a GPU's arrays start on 256 bytes), and a %s "
                           "must start on one: on a GPU the launch fails with 'misaligned address'. "
-                          "An index of 4-byte elements (float, int) cast so must be a multiple of %zu",
+                          "To cast &x[i] of a float or int array so, i must be a multiple of %zu.",
                           type, line, (std::size_t)(at % alignof(V)), alignof(V), type,
                           alignof(V) / 4 ? alignof(V) / 4 : 1);
             fail_here(what);
