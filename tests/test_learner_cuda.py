@@ -193,3 +193,21 @@ def test_a_misaligned_float4_is_named_as_the_gpu_names_it():
                                           r"on line \d+ gives an address 4 bytes past a 16-byte "
                                           r"boundary.*i must be a multiple of 4"):
         load_kernel(LEARNER, "misaligned")((1,), (8,), (x, out, np.int32(1)))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report")
+@pytest.mark.parametrize("name, shared_mem, what", [
+    ("shared_pointer_before", 0, r"the __shared__ array s \(float\[32\]\)"),
+    ("dynamic_pointer_before", 128, r"the dynamic shared memory \(extern __shared__\)")])
+def test_a_pointer_run_before_a_shared_array_is_named(name, shared_mem, what):
+    """Written through a pointer to 3 floats before the start: found when the block ends (as a
+    global array's write before its start is found when the launch ends), and the next launch
+    of the same kernel, right, runs clean."""
+    out = np.zeros(32, np.float32)
+    kernel = load_kernel(LEARNER, name)
+    with pytest.raises(LaunchError, match=rf"{name}: block \(\d, 0, 0\): wrote 12 bytes before the "
+                                          rf"start of {what}, through a pointer taken from it.*"
+                                          r"found when the block ended"):
+        kernel((2,), (32,), (out, np.int32(3)), shared_mem=shared_mem)
+    kernel((2,), (32,), (out, np.int32(0)), shared_mem=shared_mem)
+    assert (out == 1.0).all()

@@ -148,3 +148,20 @@ extern "C" __global__ void misaligned(const float* x, float* out, int offset) {
     const float4 v = reinterpret_cast<const float4*>(x + offset)[threadIdx.x];
     out[threadIdx.x] = v.x + v.y + v.z + v.w;
 }
+
+// A pointer taken from a __shared__ array and run n floats before its start (thread 0 writes
+// p[-n]); and the same through the dynamic shared memory.
+extern "C" __global__ void shared_pointer_before(float* out, int n) {
+    __shared__ float s[32];
+    float* p = s;
+    p[(int)threadIdx.x - n] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}
+extern "C" __global__ void dynamic_pointer_before(float* out, int n) {
+    extern __shared__ float tile[];
+    float* p = tile;
+    p[(int)threadIdx.x - n] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = tile[threadIdx.x];
+}

@@ -302,6 +302,7 @@ inline thread_local std::vector<unsigned> warp_epoch;
 struct SharedInfo;
 inline thread_local std::vector<SharedInfo*> shared_arrays;  // this OS thread's checked arrays
 inline void reset_shared_checks(unsigned n_threads);
+inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes);
 
 // After a pass in which every fiber ran until it blocked: release the warp groups whose lanes have
 // all arrived. Returns true if any group was released.
@@ -494,6 +495,8 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         // the bytes the launch gave (shared_mem=; none given: 0) faults, and is reported as such.
         const GuardedBytes dynamic(smem_bytes);  // unmapped when the worker thread is done
         auto* smem = dynamic.data();
+        const std::size_t before_smem = dynamic.map ? dynamic.pages - dynamic.size : 0;
+        if (before_smem) std::memset(dynamic.map, 0xFF, before_smem);
         std::vector<char> signal_stack(fault_report ? 1 << 16 : 0);
         if (fault_report) {
             stack_t ss{};
@@ -547,6 +550,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                     if (f.state == AT_BARRIER) f.state = READY;
                 ++block_epoch;
             }
+            if (!w.failed) check_before_shared(dynamic.map, before_smem);
         }
         if (fault_report) {
             stack_t off{};
@@ -751,7 +755,40 @@ struct SharedInfo {
     std::vector<std::size_t> dims;
     std::vector<Shadow> shadow;
     bool escaped = false;  // a raw pointer was taken from it in this block
+    unsigned char* before = nullptr;  // the bytes before its start (0xFF: check_before_shared)
+    std::size_t before_bytes = 0;
 };
+
+// After each block: a write through a pointer to just before a __shared__ array (or the dynamic
+// shared memory) lands in the bytes before its start, which hold 0xFF; the first array whose
+// bytes changed is reported (which thread wrote them is not known, as with a global array).
+// (A pointer run past the end faults at once instead: the guard page after each array.)
+inline std::size_t bytes_written_before(const unsigned char* before, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (before[i] != 0xFF) return n - i;  // how far before the start the farthest write was
+    return 0;
+}
+inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes) {
+    char message[1024];
+    const char* tail = ", through a pointer taken from it (&s[i], a cast, a row passed to a "
+                       "function); found when the block ended, so which thread wrote it is not known";
+    for (const SharedInfo* a : shared_arrays)
+        if (std::size_t back = bytes_written_before(a->before, a->before_bytes)) {
+            std::snprintf(message, sizeof message, "block (%u, %u, %u): wrote %zu bytes before the "
+                          "start of the __shared__ array %s (%s)%s", block_idx.x, block_idx.y,
+                          block_idx.z, back, a->name, a->declared, tail);
+            worker->errors->report(message);
+            worker->failed = true;
+            return;
+        }
+    if (std::size_t back = bytes_written_before(dynamic_before, dynamic_bytes)) {
+        std::snprintf(message, sizeof message, "block (%u, %u, %u): wrote %zu bytes before the "
+                      "start of the dynamic shared memory (extern __shared__)%s", block_idx.x,
+                      block_idx.y, block_idx.z, back, tail);
+        worker->errors->report(message);
+        worker->failed = true;
+    }
+}
 
 inline void reset_shared_checks(unsigned n_threads) {
     block_epoch = 0;
@@ -761,6 +798,8 @@ inline void reset_shared_checks(unsigned n_threads) {
     for (SharedInfo* a : shared_arrays) {
         std::fill(a->shadow.begin(), a->shadow.end(), Shadow{});
         a->escaped = false;
+        if (bytes_written_before(a->before, a->before_bytes))  // (a launch that stopped early)
+            std::memset(a->before, 0xFF, a->before_bytes);
     }
 }
 
@@ -907,6 +946,8 @@ struct shared_array {
         : bytes(sizeof(whole)), slot(guard_shared(bytes, name, declared)),
           data(*reinterpret_cast<whole*>(bytes.data())),
           info{name, declared, {D...}, std::vector<Shadow>(kCheck ? (D * ...) : 0)} {
+        info.before = bytes.map, info.before_bytes = bytes.map ? bytes.pages - bytes.size : 0;
+        if (info.before_bytes) std::memset(info.before, 0xFF, info.before_bytes);
         shared_arrays.push_back(&info);
     }
     ~shared_array() {
