@@ -181,3 +181,21 @@ def test_the_fragment_picture_shows_every_lane_in_the_ptx_counts():
     for name, count in (("A", 4), ("B", 2), ("C", 4)):
         assert (np.bincount(lanes[name].to_numpy().ravel(), minlength=32) == count).all()
     assert len(fragment_picture(lane=5).axes) == 3
+
+
+def test_chapter_10s_recorded_tables_read_every_gpu():
+    """The magnitude table has a row per GPU, family and magnitude and a column per kernel; the
+    goal table a column per GPU whose 4096^3 cell is that GPU's recorded multiple of SGEMM."""
+    from book import tensor_cores as tc
+    from book.harness import results
+    mags, speeds = results.load_every(tc.MAGNITUDES_FILE), results.load_every(tc.TF32X3_SUITE_FILE)
+    assert mags and speeds, "chapter 10's files are recorded for every GPU of results/"
+    table = tc.magnitude_table(mags)
+    assert list(table.columns) == ["3xTF32", "3xTF32 unscaled", "FFMA", "cuBLAS"]
+    assert len(table) == sum(len(df) // 4 for df in mags.values())
+    goals = tc.tf32x3_goal_table(speeds)
+    for device, df in speeds.items():
+        at = df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.M == 4096) & (df.N == 4096) & (df.K == 4096)]
+        assert goals.loc["4096³", device] == f"{at.pct_of_cublas.iloc[0] / 100:.2f}"
+    summary = tc.magnitude_summary(mags)
+    assert summary["mag_tf32x3_max"] <= summary["mag_cublas_min"]  # as chapter 10's prose says
