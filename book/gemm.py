@@ -386,7 +386,8 @@ class Packed:
         if self.layout[0] == "t":
             A, lda = _packed(A, K, M, lda, K, slot=3), K
         if self.layout[1] == "t":
-            B, ldb = _packed(B, N, K, ldb, 4 * ceil_div(N, 4), slot=4), 4 * ceil_div(N, 4)
+            wide = 4 * ceil_div(N, 4)
+            B, ldb = _packed(B, N, K, ldb, wide, slot=4), wide
         self.plan.run(A, B, C, M, N, K, lda, ldb, ldc, shares, alpha, beta)
 
 
@@ -1241,6 +1242,11 @@ def _first_call_seconds(M: int, N: int, K: int) -> float:
     return time.perf_counter() - t0
 
 
+def geomean_pct(pct) -> float:
+    """The geometric mean of percentages (of cuBLAS, say), as a percentage."""
+    return 100 * float(np.exp(np.log(np.asarray(pct, dtype=float) / 100).mean()))
+
+
 def heldout_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Per set (held-out, suite) and kind of shape (min(M, N) < 64: skinny): how many shapes,
     the geometric mean and the minimum of book.sgemm's % of cuBLAS, how many meet the goal's
@@ -1253,7 +1259,7 @@ def heldout_summary(df: pd.DataFrame) -> pd.DataFrame:
     everything = b.assign(shapes="all")
     return pd.concat([everything, b]).groupby(["set", "shapes"]).agg(
         count=("pct_of_cublas", "size"),
-        geomean=("pct_of_cublas", lambda p: 100 * float(np.exp(np.log(p / 100).mean()))),
+        geomean=("pct_of_cublas", geomean_pct),
         lowest=("pct_of_cublas", "min"), floor=("floor", "sum"),
         median_regret=("regret_pct", "median")).rename(
         columns={"geomean": "geometric mean (% of cuBLAS)", "lowest": "lowest (% of cuBLAS)",
@@ -1273,7 +1279,7 @@ def layouts_summary(df: pd.DataFrame) -> pd.DataFrame:
         "% of cuBLAS, same layout, 4096^3": b[(b.M == 4096) & (b.K == 4096)].set_index("layout").pct_of_cublas,
         f"geometric mean, the {rest[['M', 'N', 'K']].drop_duplicates().shape[0]} other shapes "
         "(% of cuBLAS, same layout)":
-            rest.groupby("layout").pct_of_cublas.apply(lambda p: 100 * float(np.exp(np.log(p / 100).mean())))})
+            rest.groupby("layout").pct_of_cublas.apply(geomean_pct)})
     out.index = out.index.str.upper()
     return out
 
@@ -1462,7 +1468,7 @@ def summary(suite_df: pd.DataFrame) -> dict:
     two squares the goal names."""
     b = suite_df[(suite_df.kernel == BookSgemm.id) & (suite_df.status == "ok")]
     pct = b.set_index(["M", "N", "K"]).pct_of_cublas
-    return {"shapes": len(b), "geomean (%)": 100 * float(np.exp(np.log(pct / 100).mean())),
+    return {"shapes": len(b), "geomean (%)": geomean_pct(pct),
             "min (%)": float(pct.min()), "at 4096^3 (%)": float(pct.get((4096, 4096, 4096), np.nan)),
             "at 8192^3 (%)": float(pct.get((8192, 8192, 8192), np.nan))}
 

@@ -65,8 +65,8 @@ __device__ __forceinline__ int exponent_of(float x) {
 
 // ea[m] = the largest exponent field of row m of A's finite elements, eb[n] = that of column n
 // of B (both start at 0: run on zeroed arrays), and bad[m] / bad[M + n] = 1 where the row or
-// column holds Inf or NaN, and then bad[M + N] = 1 too. blockIdx.z = 0: A, one block per row; 1: B, 256 columns by 256 k's
-// per block. Launch: block 256, grid (max(M, CEIL_DIV(N, 256)), CEIL_DIV(K, 256), 2).
+// column holds Inf or NaN, and then bad[M + N] = 1 too. blockIdx.z = 0: A, one block per row;
+// 1: B, 256 columns by 256 k's per block. Launch: block 256, grid (max(M, CEIL_DIV(N, 256)), CEIL_DIV(K, 256), 2).
 extern "C" __global__ void __launch_bounds__(256)
 exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restrict__ ea,
           int* __restrict__ eb, int* __restrict__ bad, int M, int N, int K) {

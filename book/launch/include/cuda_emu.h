@@ -769,25 +769,22 @@ inline std::size_t bytes_written_before(const unsigned char* before, std::size_t
     return 0;
 }
 inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes) {
-    char message[1024];
-    const char* tail = ", through a pointer taken from it (&s[i], a cast, a row passed to a "
-                       "function); found when the block ended, so which thread wrote it is not known";
+    char what[512] = "", message[1024];
+    std::size_t back = 0;
     for (const SharedInfo* a : shared_arrays)
-        if (std::size_t back = bytes_written_before(a->before, a->before_bytes)) {
-            std::snprintf(message, sizeof message, "block (%u, %u, %u): wrote %zu bytes before the "
-                          "start of the __shared__ array %s (%s)%s", block_idx.x, block_idx.y,
-                          block_idx.z, back, a->name, a->declared, tail);
-            worker->errors->report(message);
-            worker->failed = true;
-            return;
+        if ((back = bytes_written_before(a->before, a->before_bytes))) {
+            std::snprintf(what, sizeof what, "the __shared__ array %s (%s)", a->name, a->declared);
+            break;
         }
-    if (std::size_t back = bytes_written_before(dynamic_before, dynamic_bytes)) {
-        std::snprintf(message, sizeof message, "block (%u, %u, %u): wrote %zu bytes before the "
-                      "start of the dynamic shared memory (extern __shared__)%s", block_idx.x,
-                      block_idx.y, block_idx.z, back, tail);
-        worker->errors->report(message);
-        worker->failed = true;
-    }
+    if (!back && (back = bytes_written_before(dynamic_before, dynamic_bytes)))
+        std::snprintf(what, sizeof what, "the dynamic shared memory (extern __shared__)");
+    if (!back) return;
+    std::snprintf(message, sizeof message, "block (%u, %u, %u): wrote %zu bytes before the start "
+                  "of %s, through a pointer taken from it (&s[i], a cast, a row passed to a "
+                  "function); found when the block ended, so which thread wrote it is not known",
+                  block_idx.x, block_idx.y, block_idx.z, back, what);
+    worker->errors->report(message);
+    worker->failed = true;
 }
 
 inline void reset_shared_checks(unsigned n_threads) {
