@@ -274,14 +274,17 @@ def test_the_cost_model_prefers_what_the_waves_say():
 
 
 def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkeypatch, tmp_path):
-    """learn(): FIRST_CALL plans timed (here by a fake clock that makes the third fastest),
+    """learn(): the model's best plans timed (FIRST_CALL_SMALL of them at a shape the model puts
+    under SMALL_S; here a fake clock makes the third fastest),
     the winner kept in memory and on disk, and plan_for answers with it from then on."""
     from book.harness import measure
     monkeypatch.setattr(S, "_learned_path", lambda: tmp_path / "learned.csv")
     monkeypatch.setattr(S, "_LEARNED", {})
     monkeypatch.setattr(S, "build_ahead", lambda plans: 0)
     shape = (300, 200, 100)
-    top = S.ranked(*shape)[:S.FIRST_CALL]
+    top = S.ranked(*shape)[:S.FIRST_CALL_SMALL]
+    assert S.model_seconds(top[0], *shape) < S.SMALL_S and S.first_call_plans(*shape) == top
+    assert len(S.first_call_plans(4096, 4096, 4096)) == S.FIRST_CALL  # (seconds per timing there)
     ran = []
     monkeypatch.setattr(measure, "held_event_seconds",
                         lambda fn, repeats=1: [1.0 if ran[-1] != top[2] else 0.5] * repeats)
