@@ -229,7 +229,7 @@ class Skinny:
     M <= pr). The layout says how the large operand lies: read along k (A as is where N is few,
     B transposed where M is few), skinny_dots; read along C's long side (A transposed where N is
     few, B as is where M is few), skinny_rows. ``splits``: blocks over K per group of rows or
-    columns (their sums added by 09_splitk.cu's splitk_reduce). Side 'k': few k (K <= pr), where
+    columns (their sums added by the last block of each group: no second launch). Side 'k': few k (K <= pr), where
     writing C is the cost: skinny_outer, in any layout, never split. Launches like a Plan."""
 
     side: str
@@ -309,11 +309,10 @@ class Skinny:
         splits = max(1, min(self.splits, ceil_div(K, 32)))
         grid = (ceil_div(R, self.per_block), splits)
         work = _workspace(splits * R * P) if splits > 1 else _workspace(1)
+        # (the slices' sums: the last block of each column of the grid, counted in _tickets)
         _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
             _arg(X), *_ints(ldx), _arg(Y), *_ints(*y), _arg(C), *_ints(*z, R, P, K),
-            np.float32(alpha), np.float32(beta), _arg(work)))
-        if splits > 1:  # the slices: R x P (dots) or P x R (rows), each z's steps in that order
-            _epilogue(work, C, *((R, P) if self.dots else (P, R)), *z, splits, alpha, beta)
+            np.float32(alpha), np.float32(beta), _arg(work), _arg(_tickets(grid[0]))))
 
 
 SKINNY_PR = (1, 2, 4, 8, 16, 32)
@@ -503,6 +502,19 @@ def _workspace(size: int, slot: int = 0):
     return work[:size]
 
 
+_TICKETS: dict = {}
+
+
+def _tickets(size: int):
+    """Counters for 09_skinny.cu's split sums, one per column of its grid: zero, and left zero by
+    every launch (the last block of a column sets its counter back). Per stream, grown as needed."""
+    key = xp.cuda.get_current_stream().ptr if BACKEND == "gpu" else 0
+    tickets = _TICKETS.get(key)
+    if tickets is None or tickets.size < size:
+        tickets = _TICKETS[key] = xp.zeros(max(size, 1024), dtype=xp.uint32)
+    return tickets
+
+
 def _epilogue(work, C, rows: int, cols: int, c_row: int, c_col: int, splits: int,
               alpha: float, beta: float) -> None:
     """C = alpha (the sum of the ``splits`` rows x cols slices of ``work``) + beta C, element
@@ -599,8 +611,8 @@ def sanitizer_plans() -> list[Plan]:
     transposed = [Plan(c, s, layout=lay) for c in ("128x256", "64x64") for s in (1, 3)
                   for lay in LAYOUTS[1:]] + [Plan("128x128", streamk=True, layout="tt")]
     transposed += [Skinny(side, pr, s, lay) for side, lay in (("n", "nn"), ("n", "nt"), ("m", "nt"),
-                                                               ("m", "tt"))
-                   for pr in (1, 8, 32) for s in (1, 3)]
+                                                               ("m", "tt"), ("m", "nn"), ("n", "tn"))
+                   for pr in (1, 8, 32) for s in (1, 3)]  # (the last two: skinny_rows)
     transposed += [Skinny("k", pr, 1, lay) for pr in (4, 32) for lay in LAYOUTS]
     transposed += [Packed(p, lay) for p in (Plan("64x64", 3), Plan("128x128", streamk=True),
                                             Skinny("n", 8, 3)) for lay in LAYOUTS[1:]]
@@ -762,8 +774,8 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
         warps = ceil_div(R, plan.per_block) * SKINNY_WARPS * plan.splits
         x = 4 * (R + P) * K
         t = max(x / _bandwidth(), x / (min(warps, sms * 64) * WARP_BYTES_S)) + LAUNCH_S
-        return max(floor, t + ((2 * plan.splits + 1) * 4 * R * P / _bandwidth() + LAUNCH_S
-                               if plan.splits > 1 else 0.0))
+        return max(floor, t + ((2 * plan.splits + 1) * 4 * R * P / _bandwidth()
+                               if plan.splits > 1 else 0.0))  # (its last blocks add the slices)
     spec = _spec(plan.config)
     (bm, bn), bk = spec.tile, _BK[plan.config]
     r = _blocks_per_sm(plan.config)

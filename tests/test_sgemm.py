@@ -157,6 +157,28 @@ def test_sgemm_runs_a_skinny_plan_with_alpha_beta(shape, layout, monkeypatch):
     assert relative_error(to_host(out), 2.0 * (a.astype(np.float64) @ b) + 0.5 * c0) < TOLERANCE
 
 
+@pytest.mark.parametrize("shape, layout", [((5, 700, 300), "nn"), ((5, 700, 300), "nt"),
+                                           ((700, 3, 300), "nn"), ((700, 3, 300), "tn")])
+def test_skinny_splits_are_summed_by_their_last_block_in_one_launch(shape, layout, monkeypatch):
+    """A split skinny plan (skinny_rows and skinny_dots) adds its slices in its own launch: alpha
+    and beta applied, its counters back at zero, and a second call bit for bit the first (the
+    slices added in one order, whichever block finishes last)."""
+    M, N, K = shape
+    plan = next(p for p in S.skinny_plans(M, N, K, layout) if p.splits == 4)
+    _force(monkeypatch, plan)
+    a, b = random_inputs(M, N, K, seed=12)
+    c0 = np.random.default_rng(5).random((M, N)).astype(np.float32)
+    A, B = _as_layout(a, layout[0] == "t"), _as_layout(b, layout[1] == "t")
+    outs = []
+    for _ in range(2):
+        out = to_device(c0.copy())
+        S.sgemm(A, B, out=out, alpha=2.0, beta=0.5)
+        outs.append(to_host(out))
+    assert relative_error(outs[0], 2.0 * (a.astype(np.float64) @ b) + 0.5 * c0) < TOLERANCE
+    assert np.array_equal(outs[0], outs[1])
+    assert not to_host(S._tickets(1)).any()
+
+
 def test_split_k_never_leaves_a_slice_of_k_empty():
     """K = 40 has 3 tiles of 16: 8 requested splits run as 3, and the sum is still right."""
     a, b = random_inputs(20, 24, 40, seed=2)

@@ -11,14 +11,16 @@
 //   the lanes' reads of one column fall into different banks), each lane takes the k's
 //   lane, lane + 32, ... of the chunk -- a warp's loads of a row of X are 32 adjacent floats --
 //   and keeps RW x PR partial sums; at the end the warp adds its lanes' sums with shuffles.
-//   Where X has few rows, the k's are also split among gridDim.y blocks, whose partial sums go
-//   to W and skinny_sum adds them.
+//   Where X has few rows, the k's are also split among gridDim.y blocks: each stores its partial
+//   sums into W, and the block that finishes last among a column of the grid adds them
+//   (skinny_last, skinny_sum), so a split costs no second launch.
 // Expected bottleneck: DRAM, reading X (R K floats) once.
 // Launch (skinny_dots): block (32 * WARPS), grid (CEIL_DIV(R, RW * WARPS), splits). Element (k, p) of Y is at
 //   Y[k * y_k + p * y_p], element (r, p) of Z at Z[r * z_r + p * z_p]; X's rows are ldx floats
 //   apart. Where gridDim.y is 1, Z = alpha X Y + beta Z (Z not read where beta is 0); else each
-//   block stores its sums into W[blockIdx.y * R * P + r * P + p] and 09_splitk.cu's
-//   splitk_reduce writes Z = alpha (their sum) + beta Z.
+//   block stores its sums into W[blockIdx.y * R * P + r * P + p], and the last block of each
+//   column of the grid writes Z = alpha (their sum) + beta Z. `ticket` holds gridDim.x
+//   counters, 0 before the launch and 0 again after it.
 #include "common.cuh"
 
 #ifndef PR
@@ -36,11 +38,45 @@ __device__ __forceinline__ void skinny_store(float* __restrict__ Z, long long at
     Z[at] = beta == 0.0f ? alpha * v : alpha * v + beta * Z[at];
 }
 
+// Split-K without a second launch: each block of a column of the grid (blockIdx.x) has stored
+// its slice of sums into W; it counts itself in ticket[blockIdx.x], and the block that counts
+// last adds the slices, in the order s = 0, 1, ... (the same sum, bit for bit, whichever block
+// comes last, and the same as 09_splitk.cu's splitk_reduce), and sets the counter back to 0
+// for the next launch. __threadfence: a block's slice is visible to every block before its
+// count is. Returns whether this block is the last (every thread gets the same answer).
+__device__ __forceinline__ bool skinny_last(unsigned* ticket, int* last) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        *last = atomicAdd(&ticket[blockIdx.x], 1u) == gridDim.y - 1;
+        if (*last) ticket[blockIdx.x] = 0u;
+    }
+    __syncthreads();
+    if (*last) __threadfence();  // the other slices are read after their counts
+    return *last;
+}
+
+// The last block's sums over rows [i0, i0 + ni) and columns [j0, j0 + nj) of W's slices (each
+// `slice` floats, rows `cols` long): Z[i * z_i + j * z_j] = alpha (sum over s of
+// W[s * slice + i * cols + j]) + beta Z. W is read past L1 (volatile): other blocks wrote it.
+__device__ __forceinline__ void skinny_sum(const float* W, long long slice, int cols, float* Z,
+                                           int z_i, int z_j, int i0, int ni, int j0, int nj,
+                                           float alpha, float beta) {
+    const volatile float* w = W;
+    for (int t = threadIdx.x; t < ni * nj; t += blockDim.x) {
+        const int i = i0 + t / nj, j = j0 + t % nj;
+        float sum = 0.0f;
+        for (int s = 0; s < (int)gridDim.y; ++s) sum += w[s * slice + (long long)i * cols + j];
+        skinny_store(Z, (long long)i * z_i + (long long)j * z_j, sum, alpha, beta);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(32 * WARPS)
 skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, int y_k, int y_p,
             float* __restrict__ Z, int z_r, int z_p, int R, int P, int K, float alpha,
-            float beta, float* __restrict__ W) {
+            float beta, float* __restrict__ W, unsigned* __restrict__ ticket) {
     __shared__ float Ys[KC][PR + 1];
+    __shared__ int last;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int r0 = (blockIdx.x * WARPS + warp) * RW;
     const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), 32) * 32;  // k's per block: whole warps
@@ -84,6 +120,11 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
             }
         }
     }
+    if (gridDim.y > 1 && skinny_last(ticket, &last)) {  // this block's rows, every column p
+        const int first = blockIdx.x * WARPS * RW;
+        skinny_sum(W, (long long)R * P, P, Z, z_r, z_p, first, min(WARPS * RW, R - first), 0, P,
+                   alpha, beta);
+    }
 }
 
 // skinny_rows: Z (P x R) = Y (P x K) X (K x R), X's rows (k) ldx floats apart and read along r.
@@ -95,8 +136,8 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
 // sums through shared memory at the end.
 // Launch: block (32 * WARPS), grid (CEIL_DIV(R, 128), splits); element (p, k) of Y at
 //   Y[p * y_p + k * y_k], element (p, r) of Z at Z[p * z_p + r * z_r]; splits > 1 as skinny_dots
-//   (W holds P x R slices, row p, column r at p * R + r: splitk_reduce over P x R, with
-//   z_p and z_r as its row and column steps).
+//   (W holds P x R slices, row p, column r at p * R + r: the last block of each column of the
+//   grid adds its 128 columns of them).
 #define UNROLL 4
 
 __device__ __forceinline__ void rows_step(float (&acc)[PR][4], const float* y, const float (&x)[4]) {
@@ -109,8 +150,9 @@ __device__ __forceinline__ void rows_step(float (&acc)[PR][4], const float* y, c
 extern "C" __global__ void __launch_bounds__(32 * WARPS)
 skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, int y_p, int y_k,
             float* __restrict__ Z, int z_p, int z_r, int R, int P, int K, float alpha,
-            float beta, float* __restrict__ W) {
+            float beta, float* __restrict__ W, unsigned* __restrict__ ticket) {
     __shared__ float Ys[KC][PR];
+    __shared__ int last;
     __shared__ float sums[32][4 * PR + 1];  // one warp's sums at a time (+1: no bank conflicts)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int r = 4 * (blockIdx.x * 32 + lane);
@@ -165,19 +207,22 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
                 for (int j = 0; j < 4; ++j) acc[p][j] += sums[lane][4 * p + j];
         __syncthreads();
     }
-    if (warp != 0 || r >= R) return;
+    if (warp == 0 && r < R)
 #pragma unroll
-    for (int p = 0; p < PR; ++p) {
-        if (p >= P) break;
+        for (int p = 0; p < PR; ++p) {
+            if (p >= P) break;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            if (r + j >= R) break;
-            if (gridDim.y == 1)
-                skinny_store(Z, (long long)p * z_p + (long long)(r + j) * z_r, acc[p][j], alpha, beta);
-            else
-                W[(long long)blockIdx.y * R * P + (long long)p * R + r + j] = acc[p][j];
+            for (int j = 0; j < 4; ++j) {
+                if (r + j >= R) break;
+                if (gridDim.y == 1)
+                    skinny_store(Z, (long long)p * z_p + (long long)(r + j) * z_r, acc[p][j], alpha, beta);
+                else
+                    W[(long long)blockIdx.y * R * P + (long long)p * R + r + j] = acc[p][j];
+            }
         }
-    }
+    if (gridDim.y > 1 && skinny_last(ticket, &last))  // W's slices are P x R: this block's columns
+        skinny_sum(W, (long long)R * P, R, Z, z_p, z_r, 0, P, blockIdx.x * 128,
+                   min(128, R - (int)blockIdx.x * 128), alpha, beta);
 }
 
 // skinny_outer: C (M x N) = A (M x K) B (K x N) with few k (K <= PR): the cost is writing C,
