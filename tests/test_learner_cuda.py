@@ -131,13 +131,14 @@ def test_shared_memory_written_through_a_pointer_then_read_by_index(check, monke
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")
 def test_a_cuda_library_header_is_named_as_unsupported(tmp_path):
-    src = tmp_path / "halves.cu"
-    src.write_text('#include <cuda_fp16.h>\nextern "C" __global__ void halves(float* y) {\n'
-                   '    y[threadIdx.x] = __half2float(__float2half(y[threadIdx.x]));\n}\n')
+    """cuda_fp16.h's basics are there (test_halves.py); cuda_bf16.h is not, and is named."""
+    src = tmp_path / "bhalves.cu"
+    src.write_text('#include <cuda_bf16.h>\nextern "C" __global__ void bhalves(float* y) {\n'
+                   '    y[threadIdx.x] = __bfloat162float(__float2bfloat16(y[threadIdx.x]));\n}\n')
     from book.launch.runtime import KernelCompileError
-    with pytest.raises(KernelCompileError, match=r"halves.cu includes cuda_fp16.h, a CUDA library "
+    with pytest.raises(KernelCompileError, match=r"bhalves.cu includes cuda_bf16.h, a CUDA library "
                                                  r"header the CPU emulator does not provide"):
-        load_kernel(src, "halves")
+        load_kernel(src, "bhalves")
 
 
 def test_atomic_inc_and_dec_wrap_at_the_limit():

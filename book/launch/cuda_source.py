@@ -14,6 +14,7 @@ Both backends start here (chapter 0 introduces the launch API that uses it):
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -34,10 +35,11 @@ SCALAR_TYPES = {
     "unsigned long long": np.uint64, "unsigned long long int": np.uint64, "size_t": np.uint64,
     "short": np.int16, "unsigned short": np.uint16,
     "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "bool": np.bool_,
+    "__half": np.float16, "half": np.float16,
 }
 VECTOR_TYPES = {
     "float2": (np.float32, 2), "float4": (np.float32, 4), "double2": (np.float64, 2),
-    "int2": (np.int32, 2), "int4": (np.int32, 4),
+    "int2": (np.int32, 2), "int4": (np.int32, 4), "__half2": (np.float16, 2), "half2": (np.float16, 2),
 }
 
 
@@ -165,6 +167,39 @@ def parse_ptxas_log(log: str) -> dict[str, dict]:
     return report
 
 
+_CUDA_HEADER_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]cuda_fp16\.h(?:pp)?[>"]', re.M)
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_include_dir() -> str | None:
+    """A folder holding the CUDA toolkit's headers (cuda_fp16.h): CuPy's CUDA path, the pip package
+    nvidia-cuda-runtime-cu12 (requirements.txt), $CUDA_PATH, or /usr/local/cuda; None if none has
+    them."""
+    import importlib.util
+    folders = []
+    try:
+        import cupy
+        folders.append(cupy.cuda.get_cuda_path())
+    except Exception:  # CuPy missing or without a CUDA path
+        pass
+    spec = importlib.util.find_spec("nvidia.cuda_runtime") if importlib.util.find_spec("nvidia") else None
+    if spec and spec.submodule_search_locations:
+        folders += [str(Path(p).parent / "cuda_runtime") for p in spec.submodule_search_locations]
+    folders += [os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for folder in folders:
+        if folder and (Path(folder) / "include" / "cuda_fp16.h").is_file():
+            return str(Path(folder) / "include")
+    return None
+
+
+def header_options(text: str) -> tuple[str, ...]:
+    """The -I option NVRTC needs where ``text`` includes cuda_fp16.h (NVRTC searches no folder of
+    its own), else none."""
+    if not _CUDA_HEADER_INCLUDE.search(text) or cuda_include_dir() is None:
+        return ()
+    return (f"-I{cuda_include_dir()}",)
+
+
 def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str = "sm_90") -> dict[str, dict]:
     """Compile with NVRTC for ``arch`` and return ptxas's resource report for every kernel.
 
@@ -187,7 +222,10 @@ def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str =
             json.dump(answer, tmp)
         os.replace(tmp.name, stored)  # atomic: another process reads all of it or none
     if "error" in answer:
-        raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{answer['error']}")
+        hint = ("\n(cuda_fp16.h is one of the CUDA toolkit's headers, and none was found: install "
+                "nvidia-cuda-runtime-cu12 as requirements.txt does, or set CUDA_PATH to a CUDA "
+                "toolkit)" if "cuda_fp16.h" in answer["error"] and cuda_include_dir() is None else "")
+        raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{answer['error']}{hint}")
     if not answer["report"]:  # seen with CUDA 13's NVRTC: it no longer passes ptxas -v output
         raise RuntimeError(f"NVRTC {version} returned no ptxas report")
     return answer["report"]

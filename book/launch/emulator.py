@@ -150,9 +150,13 @@ def _checked_shared(match: re.Match) -> str:
 
 
 _CUDA_HEADERS = re.compile(
-    r"^\s*#\s*include\s*[<\"]((?:cuda_fp16|cuda_bf16|cuda_fp8|mma|cooperative_groups|cuda_pipeline|"
+    r"^\s*#\s*include\s*[<\"]((?:cuda_bf16|cuda_fp8|mma|cooperative_groups|cuda_pipeline|"
     r"cuda_awbarrier|curand_kernel|curand|cuda/[\w/]+|cub/[\w/.]+|thrust/[\w/.]+|"
     r"cooperative_groups/[\w/.]+)(?:\.h|\.hpp|\.cuh)?)[>\"]", re.M)
+
+
+_FP16_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](cuda_fp16\.h(?:pp)?)[>\"]", re.M)
+"""``#include <cuda_fp16.h>``: cuda_emu.h provides its basics (__half, __half2 and their functions)."""
 
 
 def unsupported_header(text: str) -> str | None:
@@ -177,7 +181,9 @@ def emulate_source(text: str) -> str:
     """Rewrite every static ``__shared__`` array into cuda_emu.h's shared_array (its indices are
     checked; in check mode its accesses too), ``extern __shared__ T name[];`` to read the
     launch's dynamic shared buffer, and casts to vector pointers (``reinterpret_cast<float4*>``)
-    into cuda_emu.h's vector_cast, which checks their alignment as the GPU does."""
+    into cuda_emu.h's vector_cast, which checks their alignment as the GPU does; drop
+    ``#include <cuda_fp16.h>`` (cuda_emu.h has its __half)."""
+    text = _FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
     text = _SHARED_DECL.sub(_checked_shared, text)
     text = _VECTOR_CAST.sub(r'::cuda_emu::vector_cast<\1>("\2", __LINE__, ', text)
     return _EXTERN_SHARED.sub(

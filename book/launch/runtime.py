@@ -266,7 +266,8 @@ class _Module:
         self.text = cuda_source.read_source(path)
         self.signatures = cuda_source.kernel_signatures(self.text)
         self.defines, self.options = defines, options
-        self.gpu_options = tuple(f"-D{k}={v}" for k, v in defines.items()) + options
+        self.gpu_options = (tuple(f"-D{k}={v}" for k, v in defines.items()) + options
+                            + cuda_source.header_options(self.text))
         self.limits = device_limits()
         self._report = self._debug_report = None
         self._report_error = "NVRTC found no such kernel"
@@ -280,8 +281,9 @@ class _Module:
             if missing:
                 raise KernelCompileError(f"{self.filename} includes {missing}, a CUDA library "
                                          f"header the CPU emulator does not provide (it runs "
-                                         f"CUDA C with float, double and integer types, and the "
-                                         f"book's TF32 tensor-core instructions): run this kernel "
+                                         f"CUDA C with float, double, integer and cuda_fp16.h's "
+                                         f"half types, and the book's TF32 tensor-core "
+                                         f"instructions): run this kernel "
                                          f"on a GPU, or do without {missing}")
             self._report_or_compile_error(debug=True)  # NVRTC first: the GPU's own compile errors
             try:
