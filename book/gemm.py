@@ -686,7 +686,8 @@ CHAIN_S = 1.4e-9
 """Seconds per FMA of one thread's chain where its warp has its SM's scheduler to itself (small
 shapes): what a k-step of TM x TN outputs per thread costs at least (BK x TM x TN of them). From
 an H100 probe: 64 x 64 tiles (8 x 4 outputs per thread) took 0.75 us per k-step of 16, 32 x 32
-tiles (4 x 4) 0.4 us, on 13 x 23 x 93."""
+tiles (4 x 4) 0.4 us, on 13 x 23 x 93 -- a shape of the held-out set, so for small shapes that
+set is not fully held out (chapter 9 says so)."""
 STREAMK_STEP = 1.15
 """Stream-K's shares run their steps this much slower than whole tiles (chapter 9)."""
 OUTER_RATE = 0.25
@@ -815,8 +816,8 @@ FIRST_CALL = 6
 FIRST_CALL_SMALL, SMALL_S = 16, 1e-3
 """Where the model's best plan takes under SMALL_S, the first call times FIRST_CALL_SMALL: there
 the model ranks less well (launch and latency, not throughput, set the time; on the H100 probe of
-17 small shapes the fastest plan was within the model's first 16 on all but three, within its
-first 6 on eleven), and each timing costs microseconds."""
+17 small shapes, held-out ones among them, the fastest plan was within the model's first 16 on
+all but three, within its first 6 on eleven), and each timing costs microseconds."""
 FIRST_PACKED = 2
 """For transposed operands, how many of the model's best packed plans it also times (where they
 are not among those)."""
