@@ -20,6 +20,8 @@ rows first.
     python -m book.gemm --heldout   # book.sgemm against cuBLAS on 40 seeded shapes it was never
                                      # tuned on, and the suite, with each plan's regret
                                      # (09_sgemm_heldout.csv)
+    python -m book.gemm --fresh     # the same on a second seeded set of 40, drawn later
+                                     # (09_sgemm_heldout_fresh.csv)
     python -m book.gemm --layouts   # NN, TN, NT, TT against cuBLAS in the same layout
                                      # (09_sgemm_layouts.csv)
 
@@ -1212,6 +1214,10 @@ def _rounds(specs, shapes, rounds: int, **sweep_args) -> pd.DataFrame:
 
 HELDOUT_SEED, HELDOUT_COUNT = 20261125, 40
 """The held-out shapes' seed and count: drawn once, never used to tune or to choose a rule."""
+FRESH_SEED = 20261126
+"""A second held-out set (``--fresh``), drawn after the first had been used to set two choices
+for small products (CHAIN_S, FIRST_CALL_SMALL): nothing may be tuned or chosen on it. Its
+results: 09_sgemm_heldout_fresh.csv and 09_sgemm_model_fresh.csv."""
 
 
 def heldout_shapes(count: int = HELDOUT_COUNT, seed: int = HELDOUT_SEED, top: int = 16384,
@@ -1697,6 +1703,11 @@ def main(argv: list[str]) -> int:
         print(results.keep(df, HELDOUT_FILE).to_string())
         if "--suite" not in argv and "--tune" not in argv:  # the suite's rows are its figures
             results.keep(df[df.set == "suite"][SUITE_COLUMNS].reset_index(drop=True), SUITE_FILE)
+        print(heldout_summary(df).round(1).to_string())
+    if "--fresh" in argv:  # the second held-out set, without the suite
+        df, model = heldout(heldout_shapes(seed=FRESH_SEED), progress=True)
+        results.keep(model, MODEL_FILE + "_fresh")
+        print(results.keep(df, HELDOUT_FILE + "_fresh").to_string())
         print(heldout_summary(df).round(1).to_string())
     if "--layouts" in argv:
         df = results.keep(layouts(), LAYOUTS_FILE)

@@ -370,6 +370,12 @@ def test_the_held_out_shapes_are_seeded_log_uniform_and_fit():
     assert not set(shapes) & set(S.SUITE)
 
 
+def test_the_fresh_held_out_set_is_another_draw():
+    fresh = S.heldout_shapes(seed=S.FRESH_SEED)
+    assert len(fresh) == S.HELDOUT_COUNT and not set(fresh) & set(S.heldout_shapes() + S.SUITE)
+    assert all(12 * (M * K + K * N + M * N) <= 6 << 30 for M, N, K in fresh)
+
+
 def test_heldout_records_the_plan_its_regret_and_the_first_call():
     df, model = S.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
     b = df[df.kernel == S.BookSgemm.id]
