@@ -231,8 +231,9 @@ class Skinny:
     M <= pr). The layout says how the large operand lies: read along k (A as is where N is few,
     B transposed where M is few), skinny_dots; read along C's long side (A transposed where N is
     few, B as is where M is few), skinny_rows. ``splits``: blocks over K per group of rows or
-    columns (their sums added by the last block of each group: no second launch). Side 'k': few k (K <= pr), where
-    writing C is the cost: skinny_outer, in any layout, never split. Launches like a Plan."""
+    columns (their sums added by the last block of each group: no second launch). Side 'k': few
+    k (K <= pr), where writing C is the cost: skinny_outer, in any layout, never split. Launches
+    like a Plan."""
 
     side: str
     pr: int
