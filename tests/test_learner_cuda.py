@@ -212,3 +212,10 @@ def test_a_pointer_run_before_a_shared_array_is_named(name, shared_mem, what):
         kernel((2,), (32,), (out, np.int32(3)), shared_mem=shared_mem)
     kernel((2,), (32,), (out, np.int32(0)), shared_mem=shared_mem)
     assert (out == 1.0).all()
+
+
+def test_loads_and_stores_with_cache_hints():
+    x = np.arange(100, dtype=np.float32)
+    out = xp.zeros(400, dtype=xp.float32)
+    load_kernel(LEARNER, "cache_hints")((1,), (128,), (to_device(x), out, np.int32(100)))
+    assert np.array_equal(to_host(out).reshape(100, 4), 6 * x[:, None] * np.arange(1, 5, dtype=np.float32))

@@ -165,3 +165,16 @@ extern "C" __global__ void dynamic_pointer_before(float* out, int n) {
     __syncthreads();
     out[threadIdx.x] = tile[threadIdx.x];
 }
+
+// The cache hints of loads and stores (__ldg, __ldcg, __ldcs, __ldlu, __ldcv, __ldca; __stcg,
+// __stcs, __stwb, __stwt): out[4 i + j] = the sum of x[i] read each way, times j + 1.
+extern "C" __global__ void cache_hints(const float* x, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float v = __ldg(x + i) + __ldcg(x + i) + __ldcs(x + i) + __ldlu(x + i) + __ldcv(x + i)
+                    + __ldca(x + i);
+    __stcg(out + 4 * i, v);
+    __stcs(out + 4 * i + 1, 2.0f * v);
+    __stwb(out + 4 * i + 2, 3.0f * v);
+    __stwt(out + 4 * i + 3, 4.0f * v);
+}

@@ -1047,6 +1047,17 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
 template <class T> inline T __ldg(const T* p) { return *p; }
+// The other load and store cache hints (ld.global.cg, .ca, .cs, .lu, .cv; st.global.wb, .cg, .cs,
+// .wt): on the CPU every load and store is plain.
+template <class T> inline T __ldcg(const T* p) { return *p; }
+template <class T> inline T __ldca(const T* p) { return *p; }
+template <class T> inline T __ldcs(const T* p) { return *p; }
+template <class T> inline T __ldlu(const T* p) { return *p; }
+template <class T> inline T __ldcv(const T* p) { return *p; }
+template <class T, class V> inline void __stwb(T* p, V v) { *p = static_cast<T>(v); }
+template <class T, class V> inline void __stcg(T* p, V v) { *p = static_cast<T>(v); }
+template <class T, class V> inline void __stcs(T* p, V v) { *p = static_cast<T>(v); }
+template <class T, class V> inline void __stwt(T* p, V v) { *p = static_cast<T>(v); }
 // Atomics: the value converts to the pointer's type, as CUDA's overloads take it (atomicAdd(p, 1)
 // on a float* or an unsigned* is legal CUDA).
 template <class T, class V> inline T atomicAdd(T* p, V v) {
