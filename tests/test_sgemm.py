@@ -405,3 +405,33 @@ def test_split_k_where_tiles_are_few():
     assert S.tf32x3_splits(130, 200, 3000, 132) == 11
     assert S.tf32x3_splits(4096, 4096, 4096, 132) == 1
     assert S.tf32x3_splits(64, 64, 200, 132) == 1  # K too short to split
+
+
+def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
+    """The held-out and layout figures chapter 9 writes by hand (not glued) hold in each GPU's
+    files: a new run that moves them fails here, and the prose is read again."""
+    from book.harness import results
+    runs, layouts = S.recorded_heldout(), results.load_every(S.LAYOUTS_FILE)
+    assert runs and layouts
+    for device, (df, model) in runs.items():
+        d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
+        d["few"] = d[["M", "N"]].min(axis=1)
+        shape = lambda r: (r.M, r.N, r.K)
+        thin = d[(d.few < 64) & (d.pct_of_cublas < 90) & (d.pct_of_copy < 80)]
+        assert {shape(r) for r in thin.itertuples()} == {(4, 10390, 236), (3, 3961, 261),
+                                                          (9, 1404, 120), (5, 1, 2175)}, device
+        others = thin[(thin.M != 4)]
+        assert others.pct_of_cublas.round().between(75, 83).all(), device      # "75 to 83%"
+        us = 2e-3 * thin.M * thin.N * thin.K / thin.gflops
+        assert us.round().between(7, 10).all(), device                          # "7 to 10 µs"
+        big = d[(d.few >= 64) & (d.pct_of_cublas < 90)]
+        assert {shape(r) for r in big.itertuples()} <= {(2141, 250, 681), (775, 122, 1150),
+                                                         (348, 9369, 165), (539, 819, 14047),
+                                                         (128, 2039, 1945)}, device
+        assert big.regret_pct.round().between(0, 11).all(), device              # "0 to 10%"
+        copy = d[(d.M == 2673) & (d.N == 16)].pct_of_copy.iloc[0]
+        assert 26.5 <= copy < 37.5, device                                      # "27% to 37%"
+    for device, df in layouts.items():
+        book = df[df.library == "book.sgemm"]
+        slow = {(r.M, r.N, r.K) for r in book[book.pct_of_cublas < 90].itertuples()}
+        assert slow <= {(5, 1, 2175), (128, 2039, 1945), (2673, 16, 3387)}, device
