@@ -344,9 +344,9 @@ def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> 
             continue
         pr = next(p for p in SKINNY_PR if p >= few)
         one = Skinny(side, pr, 1, layout)
-        blocks, step = ceil_div(big, one.per_block), 32
+        blocks = ceil_div(big, one.per_block)
         plans += [Skinny(side, pr, s, layout) for s in SKINNY_SPLITS
-                  if s == 1 or (K >= step * s and blocks * s <= 8 * sms)]
+                  if s == 1 or (K >= 32 * s and blocks * s <= 8 * sms)]
     return plans
 
 

@@ -167,7 +167,9 @@ def parse_ptxas_log(log: str) -> dict[str, dict]:
     return report
 
 
-_CUDA_HEADER_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]cuda_fp16\.h(?:pp)?[>"]', re.M)
+FP16_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](cuda_fp16\.h(?:pp)?)[>"]', re.M)
+"""``#include <cuda_fp16.h>``: NVRTC gets the CUDA headers' folder for it (header_options); the
+emulator drops the line (cuda_emu.h provides the header's basics)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -195,9 +197,8 @@ def cuda_include_dir() -> str | None:
 def header_options(text: str) -> tuple[str, ...]:
     """The -I option NVRTC needs where ``text`` includes cuda_fp16.h (NVRTC searches no folder of
     its own), else none."""
-    if not _CUDA_HEADER_INCLUDE.search(text) or cuda_include_dir() is None:
-        return ()
-    return (f"-I{cuda_include_dir()}",)
+    folder = cuda_include_dir() if FP16_INCLUDE.search(text) else None
+    return (f"-I{folder}",) if folder else ()
 
 
 def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str = "sm_90") -> dict[str, dict]:

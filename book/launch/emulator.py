@@ -155,10 +155,6 @@ _CUDA_HEADERS = re.compile(
     r"cooperative_groups/[\w/.]+)(?:\.h|\.hpp|\.cuh)?)[>\"]", re.M)
 
 
-_FP16_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](cuda_fp16\.h(?:pp)?)[>\"]", re.M)
-"""``#include <cuda_fp16.h>``: cuda_emu.h provides its basics (__half, __half2 and their functions)."""
-
-
 def unsupported_header(text: str) -> str | None:
     """The first CUDA library header ``text`` includes that the emulator does not provide."""
     m = _CUDA_HEADERS.search(text)
@@ -183,7 +179,7 @@ def emulate_source(text: str) -> str:
     launch's dynamic shared buffer, and casts to vector pointers (``reinterpret_cast<float4*>``)
     into cuda_emu.h's vector_cast, which checks their alignment as the GPU does; drop
     ``#include <cuda_fp16.h>`` (cuda_emu.h has its __half)."""
-    text = _FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
+    text = cuda_source.FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
     text = _SHARED_DECL.sub(_checked_shared, text)
     text = _VECTOR_CAST.sub(r'::cuda_emu::vector_cast<\1>("\2", __LINE__, ', text)
     return _EXTERN_SHARED.sub(
