@@ -1603,9 +1603,11 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
     return fig
 
 
-def recorded_heldout() -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """Every GPU's recorded held-out run (``--heldout``) by device name: (shapes, candidates)."""
-    shapes, model = results.load_every(HELDOUT_FILE), results.load_every(MODEL_FILE)
+def recorded_heldout(fresh: bool = False) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every GPU's recorded held-out run (``--heldout``; ``fresh``: the second set, ``--fresh``)
+    by device name: (shapes, candidates)."""
+    tail = "_fresh" if fresh else ""
+    shapes, model = results.load_every(HELDOUT_FILE + tail), results.load_every(MODEL_FILE + tail)
     return {d: (shapes[d], model[d]) for d in shapes if d in model}
 
 

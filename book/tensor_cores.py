@@ -358,9 +358,10 @@ def error_vs_k(Ks, n: int, kinds=("positive", "mixed")):
                           fmad=(True,))
 
 
-MAGNITUDES_FILE, TF32X3_SUITE_FILE = "10_magnitudes", "10_tf32x3_suite"
-MAGNITUDES_CMD, SUITE_CMD = ("python -m book.tensor_cores --magnitudes",
-                             "python -m book.tensor_cores --suite")
+MAGNITUDES_FILE, TF32X3_SUITE_FILE, PARTS_FILE = "10_magnitudes", "10_tf32x3_suite", "10_tf32x3_parts"
+MAGNITUDES_CMD, SUITE_CMD, PARTS_CMD = ("python -m book.tensor_cores --magnitudes",
+                                        "python -m book.tensor_cores --suite",
+                                        "python -m book.tensor_cores --parts")
 """The commands that record them, on a GPU with wgmma."""
 MAGNITUDE_FAMILIES = {
     "A and B x s": (1e-18, 1e-12, 1e-6, 1.0, 1e6, 1e12, 1e18),
@@ -430,6 +431,138 @@ def tf32x3_suite(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     from . import gemm
     shapes = shapes or (gemm.SUITE if BACKEND == "gpu" else gemm.CPU_SUITE[:2])
     return gemm.suite(shapes, rounds, specs=(Tf32x3Sgemm, gemm.BookSgemm))
+
+
+PARTS_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 16384),
+                (1024, 1024, 1024)]
+PRODUCTS = {"": (), "_producer": (("PRODUCER", 1), ("PINGPONG", 0)),
+            "_pingpong": (("PRODUCER", 1), ("PINGPONG", 1))}
+"""The product kernels :func:`tf32x3_parts` compares, by suffix: chapter 10's
+(matmul_tf32x3_wgmma), and matmul_tf32x3_ws with a producer warpgroup, without and with two
+partial sums taking turns (10_wgmma.cu), as defines added to ``gemm.TF32X3_DEFINES``."""
+
+
+def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
+    """``sgemm(precision='tf32x3')`` taken apart, on a Hopper GPU: per shape, each launch timed
+    alone -- ``exponents`` (the scaling pass), ``pack`` (the split), ``product`` (each of
+    :data:`PRODUCTS`) -- beside the whole call with each product kernel, cuBLAS SGEMM and cuBLAS
+    TF32, interleaved in ``rounds`` rounds (median ms). Every product is checked first: bit for
+    bit the same as chapter 10's (``same_bits``), and each whole call against float64
+    (``rel_error``). ``x_sgemm``: cuBLAS SGEMM's time over the row's; ``tf32_tflops``: the TF32
+    rate of a product kernel (three products a multiply-add) or of cuBLAS TF32."""
+    import pandas as pd
+
+    from . import gemm
+    from .harness.device import device_report
+    from .harness.measure import relative_error_xp, time_launch
+    from .launch import wgmma as W
+    if KERNELS["tf32x3_wgmma"].why_not_here():
+        raise RuntimeError("tf32x3_parts: " + KERNELS["tf32x3_wgmma"].why_not_here())
+    rows = []
+    for M, N, K in shapes or PARTS_SHAPES:
+        rng = cupy.random.default_rng(0)
+        A = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
+        B = rng.uniform(-1, 1, (K, N), dtype=cupy.float32)
+        ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
+        splits = gemm.tf32x3_splits(M, N, K, device_report().get("sms", 132))
+        C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+        work = cupy.empty((splits * M, N), dtype=cupy.float32)
+        base = gemm.TF32X3_DEFINES
+        ea, eb, _ = W.exponents(A, B, M, N, K)
+        a_rec, b_rec = W.records(M, K), W.records(N, K)
+        W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb)
+
+        def product(defines):
+            kernel, smem, threads = W._kernels(tuple(defines))[1:]
+            grid = (-(-N // W.TILE), -(-M // W.TILE), splits)
+            args = (a_rec, b_rec, work, *map(np.int32, (M, N, K, W.GROUP_M)), ea, eb)
+            return lambda: kernel(grid, (threads, 1), args, shared_mem=smem)
+
+        def whole(defines):
+            def call():
+                saved, gemm.TF32X3_DEFINES = gemm.TF32X3_DEFINES, defines
+                try:
+                    gemm.sgemm(A, B, out=C, precision="tf32x3")
+                finally:
+                    gemm.TF32X3_DEFINES = saved
+            return call
+
+        calls = {"exponents": lambda: W.exponents(A, B, M, N, K),
+                 "pack": lambda: W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb),
+                 **{"product" + v: product(base + d) for v, d in PRODUCTS.items()},
+                 **{"sgemm_tf32x3" + v: whole(base + d) for v, d in PRODUCTS.items()},
+                 "cublas": lambda: cupy.matmul(A, B, out=C),
+                 "cublas_tf32": lambda: CublasTF32.launch(A, B, C, M, N, K)}
+        outs = {}
+        for v in PRODUCTS:
+            work.fill(cupy.nan)
+            calls["product" + v]()
+            outs[v] = work.copy()
+        same = {v: bool(cupy.array_equal(outs[""], o, equal_nan=True)) for v, o in outs.items()}
+        errors = {}
+        for name in [n for n in calls if n.startswith("sgemm")] + ["cublas", "cublas_tf32"]:
+            C.fill(cupy.nan)
+            calls[name]()
+            errors[name] = relative_error_xp(C, ref)
+        times = {name: [] for name in calls}
+        for _ in range(rounds):
+            for name, fn in calls.items():
+                times[name].append(time_launch(fn, target_s=0.3)["time_ms"])
+        med = {name: float(np.median(t)) for name, t in times.items()}
+        flops = 2.0 * M * N * K
+        for name, ms in med.items():
+            rows.append({"M": M, "N": N, "K": K, "splits": splits, "part": name, "ms": ms,
+                         "x_sgemm": med["cublas"] / ms if name.startswith(("sgemm", "cublas")) else np.nan,
+                         "tf32_tflops": (3 if name.startswith("product") else 1) * flops / ms / 1e9
+                         if name.startswith("product") or name == "cublas_tf32" else np.nan,
+                         "same_bits": same.get(name.removeprefix("product").removeprefix("sgemm_tf32x3"), np.nan)
+                         if name.startswith(("product", "sgemm")) else np.nan,
+                         "rel_error": errors.get(name, np.nan)})
+        del A, B, ref, C, work, a_rec, b_rec
+        cupy.get_default_memory_pool().free_all_blocks()
+    return pd.DataFrame(rows)
+
+
+def parts_table(runs: dict) -> "pd.DataFrame":
+    """:func:`tf32x3_parts` of every GPU recorded, one row per GPU (short name) and shape: the ms
+    of each launch (scaling: ``exponents``; split: ``pack``; the product) and of the whole call;
+    the call and the bound that cuBLAS's own TF32 GEMM sets -- three of its GEMMs (the three
+    products) with no split at all -- as multiples of cuBLAS SGEMM's speed; the product kernel's
+    rate as % of cuBLAS TF32's; and step 4's product kernel, without and with ping-pong, as % of
+    the time of chapter 10's (above 100: slower)."""
+    import pandas as pd
+    rows = []
+    for d, df in runs.items():
+        for (M, N, K), g in df.groupby(["M", "N", "K"], sort=False):
+            ms = g.set_index("part").ms
+            rows.append({"GPU": d.replace("NVIDIA ", "").split()[0], "shape": f"{M} × {N} × {K}",
+                         "scaling": ms["exponents"], "split": ms["pack"], "product": ms["product"],
+                         "call": ms["sgemm_tf32x3"], "call, x SGEMM": ms["cublas"] / ms["sgemm_tf32x3"],
+                         "bound, x SGEMM": ms["cublas"] / (3 * ms["cublas_tf32"]),
+                         "product, % of cuBLAS TF32": 100 * 3 * ms["cublas_tf32"] / ms["product"],
+                         "step 4, % of product": 100 * ms["product_producer"] / ms["product"],
+                         "ping-pong, % of product": 100 * ms["product_pingpong"] / ms["product"]})
+    return pd.DataFrame(rows).set_index(["GPU", "shape"])
+
+
+def parts_summary(runs: dict) -> dict:
+    """:func:`parts_table` for the text, as ranges over the GPUs recorded (``_min``, ``_max``):
+    at n = 4096 and 8192 (n^3), the call's and the bound's multiple of SGEMM
+    (``parts_call_x_<n>``, ``parts_bound_x_<n>``), the product's % of cuBLAS TF32's rate
+    (``parts_product_pct_<n>``) and the share of the call spent outside the product
+    (``parts_outside_pct_<n>``); over every shape, step 4's kernels' time as % of the product's
+    (``parts_producer``, ``parts_pingpong``)."""
+    t = parts_table(runs).reset_index()
+    t["outside"] = 100 * (1 - t["product"] / t["call"])  # (split-K's sum and the fix included)
+    out = {}
+    for n in (4096, 8192):
+        at = t[t["shape"] == f"{n} × {n} × {n}"]
+        for col, name in (("call, x SGEMM", "call_x"), ("bound, x SGEMM", "bound_x"),
+                          ("product, % of cuBLAS TF32", "product_pct"), ("outside", "outside_pct")):
+            out[f"parts_{name}_{n}_min"], out[f"parts_{name}_{n}_max"] = at[col].min(), at[col].max()
+    for col, name in (("step 4, % of product", "producer"), ("ping-pong, % of product", "pingpong")):
+        out[f"parts_{name}_min"], out[f"parts_{name}_max"] = t[col].min(), t[col].max()
+    return out
 
 
 MAGNITUDE_STYLES = {"tf32x3": ("3xTF32, scaled", FAMILIES[10][1], "-", "o"),
@@ -533,6 +666,8 @@ def main(argv: list[str]) -> int:
         print(results.keep(magnitudes(), MAGNITUDES_FILE).to_string())
     if "--suite" in argv:
         print(results.keep(tf32x3_suite(), TF32X3_SUITE_FILE).round(1).to_string())
+    if "--parts" in argv:
+        print(results.keep(tf32x3_parts(), PARTS_FILE).to_string(float_format=lambda v: f"{v:.4g}"))
     return 0
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from book import BACKEND, LaunchError, load_kernel, to_device, to_host, xp
+from book.registry import device_cc
 from conftest import ROOT
 
 LEARNER = ROOT / "tests" / "kernels" / "learner.cu"
@@ -219,3 +220,19 @@ def test_loads_and_stores_with_cache_hints():
     out = xp.zeros(400, dtype=xp.float32)
     load_kernel(LEARNER, "cache_hints")((1,), (128,), (to_device(x), out, np.int32(100)))
     assert np.array_equal(to_host(out).reshape(100, 4), 6 * x[:, None] * np.arange(1, 5, dtype=np.float32))
+
+
+@pytest.mark.skipif(device_cc() < (8, 0), reason="__reduce_*_sync needs compute capability 8.0")
+def test_warp_reductions_over_a_full_and_a_partial_mask():
+    rng = np.random.default_rng(4)
+    x = rng.integers(-2**31, 2**31, 128, dtype=np.int64).astype(np.int32)
+    out = xp.zeros(24, dtype=xp.int32)
+    load_kernel(LEARNER, "warp_reductions")((1,), (128,), (to_device(x), out))
+    got = to_host(out).reshape(4, 6)
+    for w in range(4):
+        v = x[32 * w: 32 * w + 32][::2 if w % 2 else 1]
+        u = v.view(np.uint32)
+        want = [np.int32(np.uint32(u.astype(np.uint64).sum() % 2**32).view(np.int32)), v.min(), v.max(),
+                u.min().view(np.int32), np.bitwise_and.reduce(u).view(np.int32),
+                np.bitwise_or.reduce(u).view(np.int32)]
+        assert list(got[w]) == [int(a) for a in want], w

@@ -159,6 +159,49 @@ def test_wgmma_reads_the_swizzled_tiles_and_sums_like_mma(from_c):
 
 
 @pytest.mark.skipif(not _hopper(), reason="wgmma.cuh compiles for sm_90a (the emulator counts as 9.0)")
+def _handoff(rounds: int, empty_count: int):
+    out = xp.full(32 * rounds, xp.nan, dtype=xp.float32)
+    load_kernel(ROOT / "tests" / "kernels" / "wgmma.cu", "handoff", options=("-arch=sm_90a",))(
+        1, 64, (out, np.int32(rounds), np.int32(empty_count)))
+    return to_host(out)
+
+
+@pytest.mark.skipif(not _hopper(), reason="mbarriers: wgmma.cuh is compiled for sm_90a")
+def test_mbarriers_hand_rounds_from_a_producer_to_its_consumers():
+    """A producer thread and a warp of consumers pass 9 rounds through a ring of two slots, each
+    side waiting on the other's mbarrier: every round arrives, none overwritten before it is read."""
+    np.testing.assert_array_equal(_handoff(9, 32), (np.arange(9)[:, None] + np.arange(32)).ravel())
+
+
+@pytest.mark.skipif(xp is not np, reason="the emulator's error; on a GPU the block hangs")
+def test_an_mbarrier_phase_no_arrival_completes_is_a_deadlock_error():
+    with pytest.raises(LaunchError, match=r"deadlock: thread \(32, 0, 0\) waits on an mbarrier for a phase "
+                                          r"that no thread is left to complete \(1 of its 33 arrivals "
+                                          r"still pending\); 33 threads wait on mbarriers"):
+        _handoff(3, 33)
+
+
+@pytest.mark.skipif(not _hopper(), reason="wgmma needs compute capability 9.0 (the emulator counts as 9.0)")
+@pytest.mark.parametrize("shape, splits", [((130, 129, 200), 1), ((64, 40, 300), 2), ((33, 17, 9), 1),
+                                           ((200, 260, 32 * 7), 1), ((128, 128, 32 * 11), 3)])
+@pytest.mark.parametrize("pingpong", [0, 1])
+def test_the_producer_kernel_gives_the_same_bits(shape, splits, pingpong):
+    """matmul_tf32x3_ws (a producer warpgroup, per-stage mbarriers; with PINGPONG, two partial
+    sums taking turns) sums the same terms in the same order as matmul_tf32x3_wgmma: the same
+    bits, split-K included."""
+    from book.launch.wgmma import DEFINES, tf32x3_wgmma
+    from book.harness.check import TOLERANCE, random_inputs, relative_error
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, seed=11)
+    outs = []
+    for defines in (DEFINES, DEFINES + (("PRODUCER", 1), ("PINGPONG", pingpong))):
+        C = xp.full((splits * M, N), xp.nan, dtype=xp.float32)
+        tf32x3_wgmma(to_device(a), to_device(b), C, M, N, K, defines, splits)
+        outs.append(to_host(C).reshape(splits, M, N))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert relative_error(outs[1].sum(0), a.astype(np.float64) @ b) < TOLERANCE
+
+
 def test_the_swizzle_picture_is_the_kernels_swizzle():
     """Chapter 10 draws the 128-byte swizzle from tensor_cores.swizzle_offset: it is wgmma.cuh's
     tf32_swizzle, offset for offset; one k-step's pieces of 8 rows fall in all 32 banks
@@ -199,3 +242,26 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
         assert goals.loc["4096³", device] == f"{at.pct_of_cublas.iloc[0] / 100:.2f}"
     summary = tc.magnitude_summary(mags)
     assert summary["mag_tf32x3_max"] <= summary["mag_cublas_min"]  # as chapter 10's prose says
+
+
+def test_chapter_10s_parts_table_reads_every_gpus_run():
+    """'Where the time goes': a row per GPU and shape, its times the recorded medians, the bound
+    three cuBLAS TF32 GEMMs; and what the prose says of it holds in every GPU's file: the
+    producer warpgroup gains nothing anywhere (within 10% either way), ping-pong is slower
+    everywhere, and every product gave the same bits as step 3's."""
+    from book import tensor_cores as tc
+    from book.harness import results
+    runs = results.load_every(tc.PARTS_FILE)
+    assert runs, "chapter 10's parts file is recorded for every Hopper GPU of results/"
+    table = tc.parts_table(runs)
+    assert len(table) == sum(len(set(zip(df.M, df.N, df.K))) for df in runs.values())
+    for device, df in runs.items():
+        ms = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096)].set_index("part").ms
+        row = table.loc[(device.replace("NVIDIA ", "").split()[0], "4096 × 4096 × 4096")]
+        assert row["call"] == ms["sgemm_tf32x3"] and row["product"] == ms["product"]
+        assert row["bound, x SGEMM"] == pytest.approx(ms["cublas"] / (3 * ms["cublas_tf32"]))
+        assert df.same_bits.dropna().astype(bool).all(), device
+    assert (table["step 4, % of product"].between(90, 110)).all()
+    assert (table["ping-pong, % of product"] > 100).all()
+    s = tc.parts_summary(runs)
+    assert s["parts_call_x_4096_max"] < 2.5 <= s["parts_bound_x_4096_min"]  # the prose's reading

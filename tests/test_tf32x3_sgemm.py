@@ -72,3 +72,25 @@ def test_an_unknown_precision_is_refused():
     with pytest.raises(LaunchError, match=r"precision 'tf32': one of 'fp32', 'tf32x3'"):
         S.sgemm(a, b, precision="tf32")
 
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 7, 5), (70, 300, 130), (33, 260, 64), (5, 513, 129),
+                                   (3, 6, 2052), (4, 3, 1031)])
+def test_the_exponents_pass_finds_each_rows_and_columns_largest(shape):
+    """10_wgmma.cu's exponents: the largest exponent field of the finite elements of each row of
+    A and each column of B, and the rows and columns that hold Inf or NaN -- 16-byte loads where
+    K (A) or N (B) is a multiple of 4, single floats elsewhere."""
+    from book.launch.wgmma import exponents
+    M, N, K = shape
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.uniform(-1, 1, (M, K)) * np.exp2(rng.integers(-120, 120, (M, K)))).astype(np.float32)
+    b = (rng.uniform(-1, 1, (K, N)) * np.exp2(rng.integers(-120, 120, (K, N)))).astype(np.float32)
+    a[np.arange(M), rng.integers(0, K, M)] = np.exp2(121 + np.arange(M) % 6)  # each row's largest,
+    b[rng.integers(0, K, N), np.arange(N)] = np.exp2(121 + np.arange(N) % 6)  # somewhere in it
+    a[M // 2, K - 1], b[K - 1, N - 1] = np.inf, np.nan
+    ea, eb, bad = (to_host(x) for x in exponents(to_device(a), to_device(b), M, N, K))
+    field = lambda x: np.where(np.isfinite(x), (x.view(np.int32) >> 23) & 255, 0)
+    np.testing.assert_array_equal(ea, field(a).max(axis=1))
+    np.testing.assert_array_equal(eb, field(b).max(axis=0))
+    want = np.concatenate([~np.isfinite(a).all(axis=1), ~np.isfinite(b).all(axis=0), [True]])
+    np.testing.assert_array_equal(bad.astype(bool), want)

@@ -65,34 +65,72 @@ __device__ __forceinline__ int exponent_of(float x) {
 
 // ea[m] = the largest exponent field of row m of A's finite elements, eb[n] = that of column n
 // of B (both start at 0: run on zeroed arrays), and bad[m] / bad[M + n] = 1 where the row or
-// column holds Inf or NaN, and then bad[M + N] = 1 too. blockIdx.z = 0: A, one block per row;
-// 1: B, 256 columns by 256 k's per block. Launch: block 256, grid (max(M, CEIL_DIV(N, 256)), CEIL_DIV(K, 256), 2).
+// column holds Inf or NaN, and then bad[M + N] = 1 too. One pass over A and B at close to the
+// memory's bandwidth: a 1D grid, block 256. Blocks 0 .. M - 1 take a row of A each, 16 bytes a
+// load where K % 4 == 0; the CEIL_DIV(N, 256) * CEIL_DIV(K, 64) blocks after them take 256
+// columns by 64 k's of B, each thread 4 columns (16 bytes a load where N % 4 == 0) on every
+// fourth k, the four threads of a column group joined through shared memory.
+// Launch: block 256, grid M + CEIL_DIV(N, 256) * CEIL_DIV(K, 64).
 extern "C" __global__ void __launch_bounds__(256)
 exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restrict__ ea,
           int* __restrict__ eb, int* __restrict__ bad, int M, int N, int K) {
-    if (blockIdx.z == 0) {
+    __shared__ int tops[4][256], nonfinites[4][256];
+    const int tid = threadIdx.x;
+    if (blockIdx.x < M) {
         const int m = blockIdx.x;
-        if (m >= M || blockIdx.y > 0) return;
+        const float* row = A + (long long)m * K;
         int top = 0, nonfinite = 0;
-        for (int k = threadIdx.x; k < K; k += 256) {
-            const int e = exponent_of(A[(long long)m * K + k]);
+        auto see = [&](float x) {
+            const int e = exponent_of(x);
             top = max(top, e);
             nonfinite |= e < 0;
+        };
+        if (K % 4 == 0) {
+#pragma unroll 4
+            for (int k = 4 * tid; k < K; k += 4 * 256) {
+                const float4 q = *reinterpret_cast<const float4*>(row + k);
+                see(q.x), see(q.y), see(q.z), see(q.w);
+            }
+        } else {
+#pragma unroll 4
+            for (int k = tid; k < K; k += 256) see(row[k]);
         }
-        if (top > 0) atomicMax(&ea[m], top);
-        if (nonfinite) bad[m] = bad[M + N] = 1;
+        for (int o = 16; o > 0; o /= 2)  // the warp's largest; any Inf or NaN at all
+            top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o)),
+            nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, o);
+        if (tid % 32 == 0) {
+            if (top > 0) atomicMax(&ea[m], top);
+            if (nonfinite) bad[m] = bad[M + N] = 1;
+        }
         return;
     }
-    const int n = blockIdx.x * 256 + threadIdx.x, k0 = blockIdx.y * 256;
-    if (n >= N) return;
-    int top = 0, nonfinite = 0;
-    for (int k = k0; k < min(K, k0 + 256); ++k) {
-        const int e = exponent_of(B[(long long)k * N + n]);
-        top = max(top, e);
-        nonfinite |= e < 0;
+    const int piece = blockIdx.x - M, across = CEIL_DIV(N, 256);
+    const int n0 = piece % across * 256 + 4 * (tid % 64), k0 = piece / across * 64;
+    int top[4] = {0, 0, 0, 0}, nonfinite[4] = {0, 0, 0, 0};
+    for (int k = k0 + tid / 64; k < min(K, k0 + 64); k += 4) {
+        const float* at = B + (long long)k * N + n0;
+        float v[4];
+        if (N % 4 == 0 && n0 < N) {
+            const float4 q = *reinterpret_cast<const float4*>(at);
+            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+        } else {
+            for (int j = 0; j < 4; ++j) v[j] = n0 + j < N ? at[j] : 0.0f;
+        }
+        for (int j = 0; j < 4; ++j) {
+            const int e = exponent_of(v[j]);
+            top[j] = max(top[j], e);
+            nonfinite[j] |= e < 0;
+        }
     }
-    if (top > 0) atomicMax(&eb[n], top);
-    if (nonfinite) bad[M + n] = bad[M + N] = 1;
+    for (int j = 0; j < 4; ++j) tops[tid / 64][4 * (tid % 64) + j] = top[j],
+                                nonfinites[tid / 64][4 * (tid % 64) + j] = nonfinite[j];
+    __syncthreads();
+    const int n = piece % across * 256 + tid;  // now one column a thread
+    const int t = max(max(tops[0][tid], tops[1][tid]), max(tops[2][tid], tops[3][tid]));
+    const int f = nonfinites[0][tid] | nonfinites[1][tid] | nonfinites[2][tid] | nonfinites[3][tid];
+    if (n >= N) return;
+    if (t > 0) atomicMax(&eb[n], t);
+    if (f) bad[M + n] = bad[M + N] = 1;
 }
 
 // After the product (and split-K's sum): the elements of C in a row of A or a column of B that
@@ -170,8 +208,61 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
     }
 }
 
-// Ap, Bp: pack_split's records of A and of B. group_m > 0 orders the blocks in groups of group_m
-// tile rows, so that the blocks running at once share tiles of A and B in L2.
+// The tile of C a block computes: (tile_row, tile_col). group_m > 0 orders the blocks in groups
+// of group_m tile rows, so that the blocks running at once share tiles of A and B in L2.
+__device__ __forceinline__ int2 tile_of(int group_m) {
+    int tile_row = blockIdx.y, tile_col = blockIdx.x;
+    if (group_m > 0) {
+        const int id = blockIdx.y * gridDim.x + blockIdx.x, group = group_m * gridDim.x;
+        const int first = id / group * group_m, rows = min((int)gridDim.y - first, group_m);
+        tile_row = first + id % group % rows, tile_col = id % group / rows;
+    }
+    return make_int2(tile_row, tile_col);
+}
+
+// Split-K (gridDim.z > 1): block z takes slice z of the k-tiles -- *kt0 on, *tiles of them -- and
+// stores its sums into slice z of C (then a workspace of gridDim.z M x N slices, added up by
+// 09_splitk.cu). Returns that slice of C.
+__device__ __forceinline__ float* slice_of(float* C, int M, int N, int K, int* kt0, int* tiles) {
+    const int all = CEIL_DIV(K, 32), per = CEIL_DIV(all, (int)gridDim.z);
+    *kt0 = blockIdx.z * per, *tiles = max(0, min(per, all - *kt0));
+    return C + (long long)blockIdx.z * M * N;
+}
+
+// Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, scaled back where SCALED.
+__device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int2 tile, int wg,
+                                           int M, int N, const int* ea, const int* eb) {
+    const int lane = threadIdx.x % 128, w = lane / 32, g = lane % 32 / 4, t = lane % 4;
+    const int row = tile.x * 128 + wg * 64 + 16 * w + g, col = tile.y * 128 + 2 * t;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = row + 8 * (i / 2), c = col + 8 * j + i % 2;
+#if SCALED
+            if (r < M && c < N) C[(long long)r * N + c] = ldexpf(acc[4 * j + i], ea[r] + eb[c] - 254);
+#else
+            if (r < M && c < N) C[(long long)r * N + c] = acc[4 * j + i];
+#endif
+        }
+}
+
+// One k-tile's 12 wgmmas of warpgroup wg into part: per 8 k's, small_A big_B, big_A small_B,
+// big_A big_B (the last left for the chunk's end where not `big_big`). `fresh`: part starts
+// from zero.
+__device__ __forceinline__ void ktile_wgmmas(float (&part)[64], const float* stage, int wg, bool fresh,
+                                             bool big_big) {
+    const float* a = stage + wg * 64 * 32;  // big A (this warpgroup's 64 rows)
+    const float* b = stage + RECORD_FLOATS;  // big B; the small parts follow each
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        wgmma_m64n128_tf32(part, a + TILE_FLOATS + 8 * s, b + 8 * s, !(fresh && s == 0));
+        wgmma_m64n128_tf32(part, a + 8 * s, b + TILE_FLOATS + 8 * s, true);
+        if (big_big) wgmma_m64n128_tf32(part, a + 8 * s, b + 8 * s, true);
+    }
+}
+
+// Ap, Bp: pack_split's records of A and of B.
 extern "C" __global__ void __launch_bounds__(256, 1)
 matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
                     float* __restrict__ C, int M, int N, int K, int group_m,
@@ -179,20 +270,13 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
     extern __shared__ __align__(16) float dynamic[];
     float* stages = align_1024(dynamic);
     __shared__ unsigned long long full[STAGES];  // one mbarrier per stage
-    const int tid = threadIdx.x, wg = tid / 128, w = tid % 128 / 32, g = tid % 32 / 4, t = tid % 4;
-    // Split-K (gridDim.z > 1): block z takes slice z of the k-tiles and stores its sums into
-    // slice z of C (then a workspace of gridDim.z M x N slices, added up by 09_splitk.cu).
-    const int all = CEIL_DIV(K, 32), per = CEIL_DIV(all, (int)gridDim.z);
-    const int kt0 = blockIdx.z * per, tiles = max(0, min(per, all - kt0));
-    C += (long long)blockIdx.z * M * N;
-    int tile_row = blockIdx.y, tile_col = blockIdx.x;
-    if (group_m > 0) {
-        const int id = blockIdx.y * gridDim.x + blockIdx.x, group = group_m * gridDim.x;
-        const int first = id / group * group_m, rows = min((int)gridDim.y - first, group_m);
-        tile_row = first + id % group % rows, tile_col = id % group / rows;
-    }
-    const float* a_records = Ap + ((long long)tile_row * all + kt0) * RECORD_FLOATS;
-    const float* b_records = Bp + ((long long)tile_col * all + kt0) * RECORD_FLOATS;
+    const int tid = threadIdx.x, wg = tid / 128;
+    int kt0, tiles;
+    C = slice_of(C, M, N, K, &kt0, &tiles);
+    const int2 tile = tile_of(group_m);
+    const int all = CEIL_DIV(K, 32);
+    const float* a_records = Ap + ((long long)tile.x * all + kt0) * RECORD_FLOATS;
+    const float* b_records = Bp + ((long long)tile.y * all + kt0) * RECORD_FLOATS;
     if (tid == 0)
         for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]);
     __syncthreads();
@@ -212,13 +296,7 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
         barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // k-tile kt has landed
         const bool first = kt % CHUNK == 0, last = kt % CHUNK == CHUNK - 1 || kt == tiles - 1;
         wgmma_fence();
-        const float* a = stage_of(kt) + wg * 64 * 32;  // big A (this warpgroup's 64 rows)
-        const float* b = stage_of(kt) + RECORD_FLOATS;  // big B; the small parts follow each
-        for (int s = 0; s < 4; ++s) {  // 8 k's per wgmma; a chunk's first starts from zero
-            wgmma_m64n128_tf32(part, a + TILE_FLOATS + 8 * s, b + 8 * s, !(first && s == 0));
-            wgmma_m64n128_tf32(part, a + 8 * s, b + TILE_FLOATS + 8 * s, true);
-            if (!SMALL_FIRST) wgmma_m64n128_tf32(part, a + 8 * s, b + 8 * s, true);
-        }
+        ktile_wgmmas(part, stage_of(kt), wg, first, !SMALL_FIRST);  // a chunk's first starts from 0
         if (SMALL_FIRST && last)  // big x big of every k-tile of the chunk (all still here)
             for (int j = kt - kt % CHUNK; j <= kt; ++j)
                 for (int s = 0; s < 4; ++s)
@@ -233,16 +311,102 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
         __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
         if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
     }
-    const int row = tile_row * 128 + wg * 64 + 16 * w + g, col = tile_col * 128 + 2 * t;
-    for (int j = 0; j < 16; ++j)
-        for (int i = 0; i < 4; ++i) {
-            const int r = row + 8 * (i / 2), c = col + 8 * j + i % 2;
-#if SCALED
-            if (r < M && c < N) C[(long long)r * N + c] = ldexpf(acc[4 * j + i], ea[r] + eb[c] - 254);
-#else
-            if (r < M && c < N) C[(long long)r * N + c] = acc[4 * j + i];
+    store_tile(C, acc, tile, wg, M, N, ea, eb);
+}
+
+// matmul_tf32x3_wgmma with a producer (step 4): the same sums, in the same order, but
+//   - a third warpgroup (block 384) is the producer: one of its threads issues the bulk copies,
+//     each into a stage as soon as both computing warpgroups have released it on that stage's
+//     `empty` mbarrier. No __syncthreads in the loop: neither warpgroup waits for the other, so
+//     while one adds a finished chunk the other's wgmmas keep the tensor cores busy. The
+//     producer gives most of its registers to the two others (setmaxnreg: 40 and 232 a thread);
+//   - PINGPONG = 1: two partial sums take turns (chunk c in part[c % 2]), so that a warpgroup
+//     waits only for the k-tile before the one it has just committed (wgmma_wait<1>) and adds a
+//     finished chunk while the next one runs. PINGPONG = 0: one partial sum; the warpgroup
+//     waits for its chunk's wgmmas at the chunk's end (wgmma_wait<0>) and then releases the
+//     chunk's stages. (SMALL_FIRST is ignored: each k-step's three wgmmas in turn.)
+// Launch as matmul_tf32x3_wgmma, with block 384.
+#ifndef PINGPONG
+#define PINGPONG 0
 #endif
+extern "C" __global__ void __launch_bounds__(384, 1)
+matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
+                 float* __restrict__ C, int M, int N, int K, int group_m,
+                 const int* __restrict__ ea, const int* __restrict__ eb) {
+    extern __shared__ __align__(16) float dynamic[];
+    float* stages = align_1024(dynamic);
+    __shared__ unsigned long long full[STAGES], empty[STAGES];
+    const int tid = threadIdx.x, wg = tid / 128;
+    int kt0, tiles;
+    C = slice_of(C, M, N, K, &kt0, &tiles);
+    const int2 tile = tile_of(group_m);
+    if (tid == 0)
+        for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]), barrier_init(&empty[s], 2);
+    __syncthreads();
+    auto stage_of = [&](int kt) { return stages + kt % STAGES * (2 * RECORD_FLOATS); };
+    if (wg == 2) {  // the producer
+        registers_down<40>();
+        if (tid != 256) return;
+        const int all = CEIL_DIV(K, 32);
+        const float* a_records = Ap + ((long long)tile.x * all + kt0) * RECORD_FLOATS;
+        const float* b_records = Bp + ((long long)tile.y * all + kt0) * RECORD_FLOATS;
+        for (int kt = 0; kt < tiles; ++kt) {
+            unsigned long long* bar = &full[kt % STAGES];
+            if (kt >= STAGES) barrier_wait(&empty[kt % STAGES], (kt / STAGES - 1) % 2);
+            barrier_expect(bar, STAGE_BYTES);
+            bulk_copy(stage_of(kt), a_records + (long long)kt * RECORD_FLOATS, RECORD_FLOATS * 4, bar);
+            bulk_copy(stage_of(kt) + RECORD_FLOATS, b_records + (long long)kt * RECORD_FLOATS,
+                      RECORD_FLOATS * 4, bar);
         }
+        return;
+    }
+    registers_up<232>();
+    auto release = [&](int kt) {  // k-tile kt's wgmmas are done: its stage may be refilled
+        if (tid % 128 == 0) barrier_arrive(&empty[kt % STAGES]);
+    };
+    float acc[64], part0[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part0[i] = 0.0f;
+    auto add = [&](float (&chunk)[64]) {  // a finished chunk's sums, with float32 adds
+        fence_registers(chunk);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += chunk[i];
+    };
+#if PINGPONG
+    float part1[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) part1[i] = 0.0f;
+    // k-tile kt into `now` (its chunk's partial sums); then, with those wgmmas in flight,
+    // k-tile kt - 1's stage released and, where kt - 1 ended a chunk, that chunk (`done`) added.
+    auto step = [&](int kt, float (&now)[64], float (&done)[64]) {
+        barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // k-tile kt has landed
+        wgmma_fence();
+        ktile_wgmmas(now, stage_of(kt), wg, kt % CHUNK == 0, true);
+        wgmma_commit();
+        wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done
+        if (kt > 0) release(kt - 1);
+        if (kt > 0 && kt % CHUNK == 0) add(done);
+    };
+    for (int kt = 0; kt < tiles; ++kt)  // chunks take turns: even ones in part0, odd in part1
+        if (kt / CHUNK % 2 == 0) step(kt, part0, part1);
+        else step(kt, part1, part0);
+    wgmma_wait<0>();
+    if (tiles > 0 && (tiles - 1) / CHUNK % 2 == 0) add(part0);  // the last chunk
+    else if (tiles > 0) add(part1);
+#else
+    for (int kt = 0; kt < tiles; ++kt) {
+        barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // k-tile kt has landed
+        wgmma_fence();
+        ktile_wgmmas(part0, stage_of(kt), wg, kt % CHUNK == 0, true);
+        wgmma_commit();
+        if (kt % CHUNK == CHUNK - 1 || kt == tiles - 1) {  // the chunk is complete: add it
+            wgmma_wait<0>();
+            for (int j = kt - kt % CHUNK; j <= kt; ++j) release(j);
+            add(part0);
+        }
+    }
+#endif
+    store_tile(C, acc, tile, wg, M, N, ea, eb);
 }
 
 // The ceiling of wgmma with TF32: two warpgroups per block each issue, iters times, the 12

@@ -70,15 +70,27 @@ __device__ __forceinline__ void wgmma_m64n128_tf32(float (&d)[64], const float* 
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "l"(tf32_descriptor(a)), "l"(tf32_descriptor(b)), "r"(int(accumulate)));
 }
+// setmaxnreg: a warpgroup gives back registers (down) or takes more (up), to n a thread; the
+// block's warpgroups must not need more than its 64K registers in all.
+template <int n> __device__ __forceinline__ void registers_down() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(n));
+}
+template <int n> __device__ __forceinline__ void registers_up() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(n));
+}
 // mbarrier: a shared 64-bit word counting arrivals and bytes of copies still to land.
-__device__ __forceinline__ void barrier_init(unsigned long long* bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(bar)));
+__device__ __forceinline__ void barrier_init(unsigned long long* bar, int count = 1) {  // count arrivals a phase
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count));
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 // One thread: the next phase of bar completes when `bytes` have been copied by bulk_copy.
 __device__ __forceinline__ void barrier_expect(unsigned long long* bar, int bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)),
                  "r"(bytes) : "memory");
+}
+// One arrival on bar (its phase completes with the last of its count).
+__device__ __forceinline__ void barrier_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
 }
 // Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared memory
 // by the copy engine (cp.async.bulk), counted on bar.
@@ -117,11 +129,14 @@ inline void wgmma_m64n128_tf32(float (&d)[64], const float* a, const float* b, b
         for (int i = 0; i < 4; ++i) d[4 * j + i] = out[i];
     }
 }
-inline void barrier_init(unsigned long long* bar) { *bar = 0; }
-inline void barrier_expect(unsigned long long*, int) {}
+template <int n> inline void registers_down() {}
+template <int n> inline void registers_up() {}
+inline void barrier_init(unsigned long long* bar, int count = 1) { ::cuda_emu::mbarrier_init(bar, count); }
+inline void barrier_expect(unsigned long long* bar, int) { ::cuda_emu::mbarrier_arrive(bar); }
+inline void barrier_arrive(unsigned long long* bar) { ::cuda_emu::mbarrier_arrive(bar); }
 inline void bulk_copy(void* dst, const void* src, int bytes, unsigned long long*) {
     std::memcpy(dst, src, bytes);  // lands at once: one of the orders the GPU allows
 }
-inline void barrier_wait(unsigned long long*, int) {}
+inline void barrier_wait(unsigned long long* bar, int parity) { ::cuda_emu::mbarrier_wait(bar, parity, __LINE__); }
 #endif
 #endif

@@ -36,17 +36,19 @@ def records(rows: int, K: int):
 
 @lru_cache(maxsize=None)
 def _kernels(defines: tuple = DEFINES):
-    """(pack_split, matmul_tf32x3_wgmma, its dynamic shared memory), loaded once: the launches
-    of a call must follow each other closely, or the GPU waits between them. With SCALED = 1 in
-    ``defines`` both scale (10_wgmma.cu)."""
+    """(pack_split, the product kernel, its dynamic shared memory, its threads per block),
+    loaded once: the launches of a call must follow each other closely, or the GPU waits between
+    them. With SCALED = 1 in ``defines`` both scale; with PRODUCER = 1 the product is
+    matmul_tf32x3_ws (a producer warpgroup: 384 threads), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
     scaled = {"SCALED": 1} if dict(defines).get("SCALED") else {}
     pack_split = load_kernel(SOURCE, "pack_split", defines=scaled, options=OPTIONS)
-    main = load_kernel(SOURCE, "matmul_tf32x3_wgmma", defines=dict(defines), options=OPTIONS)
+    name, threads = ("matmul_tf32x3_ws", 384) if dict(defines).get("PRODUCER") else ("matmul_tf32x3_wgmma", 256)
+    main = load_kernel(SOURCE, name, defines=dict(defines), options=OPTIONS)
     smem = dict(defines)["STAGES"] * 65536 + 1024
-    need = main.module.static_shared("matmul_tf32x3_wgmma") + smem
+    need = main.module.static_shared(name) + smem
     if need > main.max_dynamic_shared_size_bytes:
         main.max_dynamic_shared_size_bytes = need
-    return pack_split, main, smem
+    return pack_split, main, smem, threads
 
 
 @lru_cache(maxsize=1)
@@ -76,7 +78,7 @@ def exponents(A, B, M: int, N: int, K: int):
     or NaN, bad[M + N] = 1 if any does (10_wgmma.cu's exponents)."""
     ea, eb = xp.zeros(M, dtype=xp.int32), xp.zeros(N, dtype=xp.int32)
     bad = xp.zeros(M + N + 1, dtype=xp.int32)
-    _exponents()((max(M, _ceil(N, 256)), _ceil(K, 256), 2), (256, 1),
+    _exponents()((M + _ceil(N, 256) * _ceil(K, 64),), (256, 1),
                  (A, B, ea, eb, bad, *map(np.int32, (M, N, K))))
     return ea, eb, bad
 
@@ -102,9 +104,9 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     if dict(defines).get("SCALED"):
         ea, eb, bad = exponents(A, B, M, N, K)
     pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
-    kernel, smem = _kernels(tuple(defines))[1:]
+    kernel, smem, threads = _kernels(tuple(defines))[1:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
-    kernel(grid, (256, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)), ea, eb),
+    kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)), ea, eb),
            shared_mem=smem)
     return bad
 

@@ -178,3 +178,19 @@ extern "C" __global__ void cache_hints(const float* x, float* out, int n) {
     __stwb(out + 4 * i + 2, 3.0f * v);
     __stwt(out + 4 * i + 3, 4.0f * v);
 }
+
+// Warp reductions (compute capability 8.0): out[6 w ...] = warp w's sum, min and max (signed),
+// min (unsigned), and and or of its lanes' values; the odd warp reduces its even lanes only.
+extern "C" __global__ void warp_reductions(const int* x, int* out) {
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32, v = x[threadIdx.x];
+    const unsigned mask = w % 2 ? 0x55555555u : 0xFFFFFFFFu;
+    if (!(mask >> lane & 1u)) return;
+    const int sum = __reduce_add_sync(mask, v), low = __reduce_min_sync(mask, v);
+    const int high = __reduce_max_sync(mask, v);
+    const unsigned ulow = __reduce_min_sync(mask, (unsigned)v);
+    const unsigned all = __reduce_and_sync(mask, (unsigned)v), any = __reduce_or_sync(mask, (unsigned)v);
+    if (lane == 0) {
+        out[6 * w] = sum, out[6 * w + 1] = low, out[6 * w + 2] = high;
+        out[6 * w + 3] = (int)ulow, out[6 * w + 4] = (int)all, out[6 * w + 5] = (int)any;
+    }
+}

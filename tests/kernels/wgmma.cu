@@ -51,3 +51,31 @@ extern "C" __global__ void wgmma_vs_mma(const float* A, const float* B, const fl
 extern "C" __global__ void swizzle_offsets(int* out, int rows) {
     for (int e = threadIdx.x; e < rows * 32; e += blockDim.x) out[e] = tf32_swizzle(e / 32, e % 32);
 }
+
+// mbarriers as a producer and its consumers use them (matmul_tf32x3_ws's pattern), on both
+// backends: thread 32 (the producer) writes round r's value into slot r % 2 of a shared ring and
+// arrives on full[r % 2], having first waited on empty[r % 2] for the round before it there; the
+// 32 threads of warp 0 wait on full, read, and arrive on empty. out[32 r + lane] = r + lane.
+// `empty_count` is how many arrivals a phase of empty waits for: 32 is right, more deadlocks
+// (on the emulator, an error; on a GPU, a hang). Launch: block 64, one block.
+extern "C" __global__ void handoff(float* out, int rounds, int empty_count) {
+    __shared__ float ring[2][32];
+    __shared__ unsigned long long full[2], empty[2];
+    const int tid = threadIdx.x;
+    if (tid == 0)
+        for (int s = 0; s < 2; ++s) barrier_init(&full[s]), barrier_init(&empty[s], empty_count);
+    __syncthreads();
+    if (tid == 32) {
+        for (int r = 0; r < rounds; ++r) {
+            if (r >= 2) barrier_wait(&empty[r % 2], (r / 2 - 1) % 2);
+            for (int l = 0; l < 32; ++l) ring[r % 2][l] = float(r + l);
+            barrier_arrive(&full[r % 2]);
+        }
+    } else if (tid < 32) {
+        for (int r = 0; r < rounds; ++r) {
+            barrier_wait(&full[r % 2], r / 2 % 2);
+            out[32 * r + tid] = ring[r % 2][tid];
+            barrier_arrive(&empty[r % 2]);
+        }
+    }
+}

@@ -16,6 +16,10 @@
 //     lane's result is computed at once (so a later tensor-core operation can read the whole
 //     warp's fragments the same way). A mask lane that has exited or waits elsewhere while
 //     nothing else can move is an error naming both threads;
+//   * an mbarrier (Hopper's split barrier, wgmma.cuh's barrier_*) is a 64-bit word in shared
+//     memory: its expected and pending arrival counts and its phase bit. A thread that waits on a
+//     phase not yet complete suspends; the scheduler resumes it once another thread's arrival
+//     completes the phase. Threads that wait on phases no arrival can complete are an error;
 //   * an error (these, and the checks below) stops the launch: book/cpu.py raises LaunchError
 //     with the message, which names the block and thread;
 //   * in book/cpu.py's worker process a signal handler catches a kernel's memory faults and
@@ -74,11 +78,12 @@ inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 // ---- the scheduler ---------------------------------------------------------------------------
 namespace cuda_emu {
 
-enum FiberState { READY, AT_BARRIER, AT_WARP, DONE };
-enum WarpOp { SHFL, VOTE, SYNC, ACTIVE, MMA };
+enum FiberState { READY, AT_BARRIER, AT_WARP, AT_MBARRIER, DONE };
+enum WarpOp { SHFL, VOTE, SYNC, ACTIVE, MMA, REDUCE };
 inline const char* const kOpNames[] = {"a __shfl*_sync", "a vote (__ballot/__any/__all_sync)",
                                        "__syncwarp", "__activemask()",
-                                       "an mma.sync (tensor core: every lane of the warp)"};
+                                       "an mma.sync (tensor core: every lane of the warp)",
+                                       "a __reduce_*_sync"};
 
 // One lane's fragments of a tensor-core mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 // (D = A B + C, A 16 x 8, B 8 x 8, C and D 16 x 8); the lane passes a pointer to it as its value.
@@ -95,6 +100,8 @@ struct Fiber {
     unsigned lane;            // index % 32: threads form warps as on the GPU
     FiberState state;
     int line;                 // source line of the barrier or warp operation it waits at
+    const unsigned long long* mbarrier;  // state AT_MBARRIER: the mbarrier it waits on,
+    unsigned parity;                     // until its phase of this parity has completed
     // A warp-level operation in progress (state AT_WARP): what this lane brings, what it gets.
     WarpOp op;
     unsigned mask;
@@ -262,6 +269,29 @@ inline void syncthreads(int line) {
     swapcontext(&f->ctx, &w->scheduler);
 }
 
+// mbarriers: bits 0-31 the arrivals still pending in the current phase, 32-62 the arrivals a
+// phase expects, 63 the current phase's parity. (The byte counts of the copies an arrival
+// expects are not kept: the emulator's bulk copies land at once.)
+constexpr unsigned long long kPhaseBit = 1ull << 63;
+inline void mbarrier_init(unsigned long long* bar, unsigned count) {
+    *bar = (static_cast<unsigned long long>(count) << 32) | count;
+}
+inline void mbarrier_arrive(unsigned long long* bar) {
+    const unsigned long long expected = (*bar >> 32) & 0x7FFFFFFFull;
+    if ((*bar & 0xFFFFFFFFull) > 1) --*bar;
+    else *bar = ((*bar & kPhaseBit) ^ kPhaseBit) | (expected << 32) | expected;  // the next phase
+}
+// Waits until the phase of this parity has completed (the current phase's parity is the other).
+inline void mbarrier_wait(const unsigned long long* bar, unsigned parity, int line) {
+    if ((*bar >> 63) != (parity & 1u)) return;
+    Fiber* f = worker->current;
+    f->state = AT_MBARRIER;
+    f->mbarrier = bar;
+    f->parity = parity & 1u;
+    f->line = line;
+    swapcontext(&f->ctx, &worker->scheduler);
+}
+
 // __syncthreads_count(pred): a barrier that also returns how many of the block's threads passed
 // a nonzero pred. After the first barrier every thread adds to the current slot; after the
 // second every thread reads it, and the first to read moves the block to the other slot (and
@@ -304,6 +334,29 @@ inline thread_local std::vector<SharedInfo*> shared_arrays;  // this OS thread's
 inline void reset_shared_checks(unsigned n_threads);
 inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes);
 
+// __reduce_*_sync (redux.sync): the 32-bit values of the lanes of `mask` combined; kind = 0 add
+// (wrapping), 1 min, 2 max, 3 and, 4 or, 5 xor, plus 8 where min and max compare signed ints.
+inline unsigned long long reduce_lanes(const std::vector<Fiber>& fibers, std::size_t base,
+                                       unsigned mask, unsigned kind) {
+    bool first = true;
+    unsigned r = 0;
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1u)) continue;
+        const unsigned v = unsigned(fibers[base + l].value);
+        const bool less = kind & 8u ? int(v) < int(r) : v < r;
+        switch (kind & 7u) {
+            case 0: r += v; break;
+            case 1: r = first || less ? v : r; break;
+            case 2: r = first || (!less && v != r) ? v : r; break;
+            case 3: r = first ? v : r & v; break;
+            case 4: r |= v; break;
+            default: r ^= v; break;
+        }
+        first = false;
+    }
+    return r;
+}
+
 // After a pass in which every fiber ran until it blocked: release the warp groups whose lanes have
 // all arrived. Returns true if any group was released.
 inline bool release_warps(std::vector<Fiber>& fibers) {
@@ -325,6 +378,7 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
             unsigned long long ballot = 0;
             for (unsigned l = 0; l < 32; ++l)
                 if (f.mask >> l & 1u && fibers[base + l].value) ballot |= 1ull << l;
+            const unsigned long long reduced = f.op == REDUCE ? reduce_lanes(fibers, base, f.mask, f.src) : 0;
             if (f.op == MMA) {  // the whole warp (its mask is): compute every lane's D at once
                 MmaTf32* lanes[32];
                 for (unsigned l = 0; l < 32; ++l)
@@ -346,6 +400,8 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                         return false;
                     }
                     g.result = fibers[base + g.src].value;
+                } else if (g.op == REDUCE) {
+                    g.result = reduced;
                 } else {
                     g.result = ballot;
                 }
@@ -384,6 +440,7 @@ inline void describe(char* out, std::size_t size, const Fiber& f) {
     if (f.state == DONE) std::snprintf(out + n, size - n, " has exited");
     else if (f.state == AT_BARRIER) std::snprintf(out + n, size - n, " waits at __syncthreads() "
                                                   "(line %d)", f.line);
+    else if (f.state == AT_MBARRIER) std::snprintf(out + n, size - n, " waits on an mbarrier");
     else std::snprintf(out + n, size - n, " waits at %s (line %d, mask 0x%08x)", kOpNames[f.op],
                        f.line, f.mask);
 }
@@ -414,6 +471,41 @@ inline void report_stuck(std::vector<Fiber>& fibers) {
             return;
         }
     }
+}
+
+// Resumes the fibers whose mbarrier phase has completed. Returns true if any was.
+inline bool release_mbarriers(std::vector<Fiber>& fibers) {
+    bool released = false;
+    for (Fiber& f : fibers)
+        if (f.state == AT_MBARRIER && (*f.mbarrier >> 63) != f.parity) f.state = READY, released = true;
+    return released;
+}
+
+// Nothing can run, and a fiber waits on an mbarrier: no arrival is left to complete its phase.
+// Named first: a fiber whose mbarrier has had some of its arrivals (too few: the likely bug; the
+// others often wait on what that one would have done), else the first waiting.
+inline bool report_mbarrier_stuck(std::vector<Fiber>& fibers) {
+    const Fiber* stuck = nullptr;
+    unsigned waiting = 0, at_sync = 0;
+    for (const Fiber& f : fibers) {
+        waiting += f.state == AT_MBARRIER, at_sync += f.state == AT_BARRIER;
+        if (f.state != AT_MBARRIER) continue;
+        const unsigned pending = unsigned(*f.mbarrier & 0xFFFFFFFFull);
+        if (!stuck || (pending < ((*f.mbarrier >> 32) & 0x7FFFFFFFull) &&
+                       (*stuck->mbarrier & 0xFFFFFFFFull) == ((*stuck->mbarrier >> 32) & 0x7FFFFFFFull)))
+            stuck = &f;
+    }
+    if (!stuck) return false;
+    char message[1024];
+    std::snprintf(message, sizeof message, "block (%u, %u, %u): deadlock: thread (%u, %u, %u) waits "
+                  "on an mbarrier for a phase that no thread is left to complete (%u of its %u "
+                  "arrivals still pending); %u threads wait on mbarriers, %u at __syncthreads()",
+                  block_idx.x, block_idx.y, block_idx.z, stuck->tid.x, stuck->tid.y, stuck->tid.z,
+                  unsigned(*stuck->mbarrier & 0xFFFFFFFFull),
+                  unsigned((*stuck->mbarrier >> 32) & 0x7FFFFFFFull), waiting, at_sync);
+    worker->errors->report(message);
+    worker->failed = true;
+    return true;
 }
 
 // All live fibers wait at __syncthreads(): they must wait at the same one.
@@ -541,10 +633,12 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                     if (f.state == DONE) --live;
                 }
                 if (w.failed || live == 0) break;
-                if (release_warps(fibers) || w.failed || release_active(fibers)) continue;
+                if (release_warps(fibers) || w.failed || release_active(fibers) ||
+                    release_mbarriers(fibers)) continue;
                 bool at_warp = false;
                 for (const Fiber& f : fibers) at_warp |= f.state == AT_WARP;
                 if (at_warp) { report_stuck(fibers); break; }
+                if (report_mbarrier_stuck(fibers)) break;
                 if (!check_barrier(fibers)) break;
                 for (Fiber& f : fibers)
                     if (f.state == AT_BARRIER) f.state = READY;
@@ -648,6 +742,12 @@ inline unsigned ballot(int line, unsigned mask, int predicate) {
     return unsigned(warp_op(VOTE, mask, predicate != 0, 0, line));
 }
 inline void syncwarp(int line, unsigned mask = 0xffffffffu) { warp_op(SYNC, mask, 0, 0, line); }
+template <class T>
+inline T reduce(int line, unsigned mask, T v, unsigned kind) {
+    static_assert(std::is_same_v<T, int> || std::is_same_v<T, unsigned>,
+                  "__reduce_*_sync takes an int or an unsigned");
+    return T(unsigned(warp_op(REDUCE, mask, unsigned(v), kind | (std::is_same_v<T, int> ? 8u : 0u), line)));
+}
 
 // ---- tensor cores: TF32 -------------------------------------------------------------------------
 // cvt.rna.tf32.f32: x rounded to TF32 (10 explicit mantissa bits, float's exponent range), to
@@ -1030,6 +1130,12 @@ inline T vector_cast(const char* type, int line, P&& p) {
 #define __any_sync(mask, pred) (::cuda_emu::ballot(__LINE__, mask, pred) != 0u)
 #define __all_sync(mask, pred) (::cuda_emu::ballot(__LINE__, mask, !(pred)) == 0u)
 #define __activemask() ::cuda_emu::activemask(__LINE__)
+#define __reduce_add_sync(mask, v) ::cuda_emu::reduce(__LINE__, mask, v, 0u)
+#define __reduce_min_sync(mask, v) ::cuda_emu::reduce(__LINE__, mask, v, 1u)
+#define __reduce_max_sync(mask, v) ::cuda_emu::reduce(__LINE__, mask, v, 2u)
+#define __reduce_and_sync(mask, v) ::cuda_emu::reduce(__LINE__, mask, (unsigned)(v), 3u)
+#define __reduce_or_sync(mask, v) ::cuda_emu::reduce(__LINE__, mask, (unsigned)(v), 4u)
+#define __reduce_xor_sync(mask, v) ::cuda_emu::reduce(__LINE__, mask, (unsigned)(v), 5u)
 #define threadIdx (::cuda_emu::thread_idx)
 #define blockIdx (::cuda_emu::block_idx)
 #define blockDim (::cuda_emu::block_dim)
