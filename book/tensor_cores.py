@@ -535,7 +535,8 @@ def parts_table(runs: dict) -> "pd.DataFrame":
     for d, df in runs.items():
         for (M, N, K), g in df.groupby(["M", "N", "K"], sort=False):
             ms = g.set_index("part").ms
-            rows.append({"GPU": d.replace("NVIDIA ", "").split()[0], "shape": f"{M} × {N} × {K}",
+            shape = f"{M}³" if M == N == K else "\u00a0×\u00a0".join(map(str, (M, N, K)))  # (no wrap)
+            rows.append({"GPU": d.replace("NVIDIA ", "").split()[0], "shape": shape,
                          "scaling": ms["exponents"], "split": ms["pack"], "product": ms["product"],
                          "call": ms["sgemm_tf32x3"], "call, x SGEMM": ms["cublas"] / ms["sgemm_tf32x3"],
                          "bound, x SGEMM": ms["cublas"] / (3 * ms["cublas_tf32"]),
@@ -556,7 +557,7 @@ def parts_summary(runs: dict) -> dict:
     t["outside"] = 100 * (1 - t["product"] / t["call"])  # (split-K's sum and the fix included)
     out = {}
     for n in (4096, 8192):
-        at = t[t["shape"] == f"{n} × {n} × {n}"]
+        at = t[t["shape"] == f"{n}³"]
         for col, name in (("call, x SGEMM", "call_x"), ("bound, x SGEMM", "bound_x"),
                           ("product, % of cuBLAS TF32", "product_pct"), ("outside", "outside_pct")):
             out[f"parts_{name}_{n}_min"], out[f"parts_{name}_{n}_max"] = at[col].min(), at[col].max()

@@ -257,7 +257,7 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     assert len(table) == sum(len(set(zip(df.M, df.N, df.K))) for df in runs.values())
     for device, df in runs.items():
         ms = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096)].set_index("part").ms
-        row = table.loc[(device.replace("NVIDIA ", "").split()[0], "4096 × 4096 × 4096")]
+        row = table.loc[(device.replace("NVIDIA ", "").split()[0], "4096³")]
         assert row["call"] == ms["sgemm_tf32x3"] and row["product"] == ms["product"]
         assert row["bound, x SGEMM"] == pytest.approx(ms["cublas"] / (3 * ms["cublas_tf32"]))
         assert df.same_bits.dropna().astype(bool).all(), device
