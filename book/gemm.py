@@ -1012,8 +1012,9 @@ def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
                       (2 << 30) // (4 * M * N)))
 
 
-def _tf32x3(A, B, out, alpha: float, beta: float) -> None:
-    """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``)."""
+def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINES) -> None:
+    """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``); ``defines``:
+    10_wgmma.cu's (chapter 10's parts run compares other product kernels)."""
     from .launch.wgmma import fix_nonfinite, tf32x3_wgmma
     from .registry import KERNELS
     why = KERNELS["tf32x3_wgmma"].why_not_here()
@@ -1027,10 +1028,10 @@ def _tf32x3(A, B, out, alpha: float, beta: float) -> None:
 
     def product(c):  # (no wait for the host: Inf and NaN are found and fixed on the GPU)
         if splits == 1:
-            bad = tf32x3_wgmma(a, b, c, M, N, K, TF32X3_DEFINES)
+            bad = tf32x3_wgmma(a, b, c, M, N, K, defines)
         else:  # split-K: the slices into a workspace, then their sum into c
             work = _workspace(splits * M * N).reshape(splits * M, N)
-            bad = tf32x3_wgmma(a, b, work, M, N, K, TF32X3_DEFINES, splits)
+            bad = tf32x3_wgmma(a, b, work, M, N, K, defines, splits)
             _epilogue(work, c, M, N, N, 1, splits, 1.0, 0.0)
         fix_nonfinite(a, b, c, bad, M, N, K)  # rows and columns with Inf or NaN, as FFMA has them
     _into(out, alpha, beta, product)

@@ -473,19 +473,10 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
         W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb)
 
         def product(defines):
-            kernel, smem, threads = W._kernels(tuple(defines))[1:]
-            grid = (-(-N // W.TILE), -(-M // W.TILE), splits)
-            args = (a_rec, b_rec, work, *map(np.int32, (M, N, K, W.GROUP_M)), ea, eb)
-            return lambda: kernel(grid, (threads, 1), args, shared_mem=smem)
+            return lambda: W.product(a_rec, b_rec, work, M, N, K, defines, splits, ea, eb)
 
-        def whole(defines):
-            def call():
-                saved, gemm.TF32X3_DEFINES = gemm.TF32X3_DEFINES, defines
-                try:
-                    gemm.sgemm(A, B, out=C, precision="tf32x3")
-                finally:
-                    gemm.TF32X3_DEFINES = saved
-            return call
+        def whole(defines):  # book.sgemm(precision='tf32x3')'s call, with this product kernel
+            return lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, defines)
 
         calls = {"exponents": lambda: W.exponents(A, B, M, N, K),
                  "pack": lambda: W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb),

@@ -137,6 +137,6 @@ inline void barrier_arrive(unsigned long long* bar) { ::cuda_emu::mbarrier_arriv
 inline void bulk_copy(void* dst, const void* src, int bytes, unsigned long long*) {
     std::memcpy(dst, src, bytes);  // lands at once: one of the orders the GPU allows
 }
-inline void barrier_wait(unsigned long long* bar, int parity) { ::cuda_emu::mbarrier_wait(bar, parity, __LINE__); }
+inline void barrier_wait(unsigned long long* bar, int parity) { ::cuda_emu::mbarrier_wait(bar, parity); }
 #endif
 #endif

@@ -104,11 +104,20 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     if dict(defines).get("SCALED"):
         ea, eb, bad = exponents(A, B, M, N, K)
     pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
+    product(a_records, b_records, C, M, N, K, defines, splits, ea, eb)
+    return bad
+
+
+def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DEFINES,
+            splits: int = 1, ea=None, eb=None) -> None:
+    """The product launch alone: C (or its ``splits`` slices) from pack's records, with the
+    kernel ``defines`` name (matmul_tf32x3_wgmma, or matmul_tf32x3_ws where PRODUCER = 1);
+    ``ea``, ``eb``: the exponents the records were scaled by, where SCALED = 1."""
     kernel, smem, threads = _kernels(tuple(defines))[1:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
-    kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)), ea, eb),
+    kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
+                                _no_scales() if ea is None else ea, _no_scales() if eb is None else eb),
            shared_mem=smem)
-    return bad
 
 
 @lru_cache(maxsize=1)

@@ -272,23 +272,25 @@ inline void syncthreads(int line) {
 // mbarriers: bits 0-31 the arrivals still pending in the current phase, 32-62 the arrivals a
 // phase expects, 63 the current phase's parity. (The byte counts of the copies an arrival
 // expects are not kept: the emulator's bulk copies land at once.)
-constexpr unsigned long long kPhaseBit = 1ull << 63;
-inline void mbarrier_init(unsigned long long* bar, unsigned count) {
-    *bar = (static_cast<unsigned long long>(count) << 32) | count;
+inline unsigned pending_of(unsigned long long bar) { return unsigned(bar & 0xFFFFFFFFull); }
+inline unsigned expected_of(unsigned long long bar) { return unsigned(bar >> 32 & 0x7FFFFFFFull); }
+inline unsigned phase_of(unsigned long long bar) { return unsigned(bar >> 63); }
+inline unsigned long long mbarrier_word(unsigned phase, unsigned expected, unsigned pending) {
+    return static_cast<unsigned long long>(phase) << 63 |
+           static_cast<unsigned long long>(expected) << 32 | pending;
 }
+inline void mbarrier_init(unsigned long long* bar, unsigned count) { *bar = mbarrier_word(0, count, count); }
 inline void mbarrier_arrive(unsigned long long* bar) {
-    const unsigned long long expected = (*bar >> 32) & 0x7FFFFFFFull;
-    if ((*bar & 0xFFFFFFFFull) > 1) --*bar;
-    else *bar = ((*bar & kPhaseBit) ^ kPhaseBit) | (expected << 32) | expected;  // the next phase
+    if (pending_of(*bar) > 1) --*bar;
+    else *bar = mbarrier_word(phase_of(*bar) ^ 1u, expected_of(*bar), expected_of(*bar));  // the next phase
 }
 // Waits until the phase of this parity has completed (the current phase's parity is the other).
-inline void mbarrier_wait(const unsigned long long* bar, unsigned parity, int line) {
-    if ((*bar >> 63) != (parity & 1u)) return;
+inline void mbarrier_wait(const unsigned long long* bar, unsigned parity) {
+    if (phase_of(*bar) != (parity & 1u)) return;
     Fiber* f = worker->current;
     f->state = AT_MBARRIER;
     f->mbarrier = bar;
     f->parity = parity & 1u;
-    f->line = line;
     swapcontext(&f->ctx, &worker->scheduler);
 }
 
@@ -477,7 +479,7 @@ inline void report_stuck(std::vector<Fiber>& fibers) {
 inline bool release_mbarriers(std::vector<Fiber>& fibers) {
     bool released = false;
     for (Fiber& f : fibers)
-        if (f.state == AT_MBARRIER && (*f.mbarrier >> 63) != f.parity) f.state = READY, released = true;
+        if (f.state == AT_MBARRIER && phase_of(*f.mbarrier) != f.parity) f.state = READY, released = true;
     return released;
 }
 
@@ -487,13 +489,10 @@ inline bool release_mbarriers(std::vector<Fiber>& fibers) {
 inline bool report_mbarrier_stuck(std::vector<Fiber>& fibers) {
     const Fiber* stuck = nullptr;
     unsigned waiting = 0, at_sync = 0;
+    auto some_arrived = [](const Fiber& f) { return pending_of(*f.mbarrier) < expected_of(*f.mbarrier); };
     for (const Fiber& f : fibers) {
         waiting += f.state == AT_MBARRIER, at_sync += f.state == AT_BARRIER;
-        if (f.state != AT_MBARRIER) continue;
-        const unsigned pending = unsigned(*f.mbarrier & 0xFFFFFFFFull);
-        if (!stuck || (pending < ((*f.mbarrier >> 32) & 0x7FFFFFFFull) &&
-                       (*stuck->mbarrier & 0xFFFFFFFFull) == ((*stuck->mbarrier >> 32) & 0x7FFFFFFFull)))
-            stuck = &f;
+        if (f.state == AT_MBARRIER && (!stuck || (some_arrived(f) && !some_arrived(*stuck)))) stuck = &f;
     }
     if (!stuck) return false;
     char message[1024];
@@ -501,8 +500,7 @@ inline bool report_mbarrier_stuck(std::vector<Fiber>& fibers) {
                   "on an mbarrier for a phase that no thread is left to complete (%u of its %u "
                   "arrivals still pending); %u threads wait on mbarriers, %u at __syncthreads()",
                   block_idx.x, block_idx.y, block_idx.z, stuck->tid.x, stuck->tid.y, stuck->tid.z,
-                  unsigned(*stuck->mbarrier & 0xFFFFFFFFull),
-                  unsigned((*stuck->mbarrier >> 32) & 0x7FFFFFFFull), waiting, at_sync);
+                  pending_of(*stuck->mbarrier), expected_of(*stuck->mbarrier), waiting, at_sync);
     worker->errors->report(message);
     worker->failed = true;
     return true;
