@@ -436,10 +436,12 @@ def tf32x3_suite(shapes=None, rounds: int = 3) -> "pd.DataFrame":
 PARTS_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 16384),
                 (1024, 1024, 1024)]
 PRODUCTS = {"": (), "_producer": (("PRODUCER", 1), ("PINGPONG", 0)),
-            "_pingpong": (("PRODUCER", 1), ("PINGPONG", 1))}
-"""The product kernels :func:`tf32x3_parts` compares, by suffix: chapter 10's
-(matmul_tf32x3_wgmma), and matmul_tf32x3_ws with a producer warpgroup, without and with two
-partial sums taking turns (10_wgmma.cu), as defines added to ``gemm.TF32X3_DEFINES``."""
+            "_pingpong": (("PRODUCER", 1), ("PINGPONG", 1)),
+            "_areg": (("AREG", 1),)}
+"""The product kernels :func:`tf32x3_parts` compares, by suffix: step 3's
+(matmul_tf32x3_wgmma); step 4's matmul_tf32x3_ws with a producer warpgroup, without and with
+two partial sums taking turns; step 5's matmul_tf32x3_areg, A split in registers (10_wgmma.cu)
+-- as defines added to ``gemm.TF32X3_DEFINES``."""
 
 
 def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
@@ -472,8 +474,9 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
         a_rec, b_rec = W.records(M, K), W.records(N, K)
         W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb)
 
-        def product(defines):
-            return lambda: W.product(a_rec, b_rec, work, M, N, K, defines, splits, ea, eb)
+        def product(defines):  # (step 5 reads A itself, and the same records of B)
+            a = A if dict(defines).get("AREG") else a_rec
+            return lambda: W.product(a, b_rec, work, M, N, K, defines, splits, ea, eb)
 
         def whole(defines):  # book.sgemm(precision='tf32x3')'s call, with this product kernel
             return lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, defines)
@@ -519,8 +522,8 @@ def parts_table(runs: dict) -> "pd.DataFrame":
     of each launch (scaling: ``exponents``; split: ``pack``; the product) and of the whole call;
     the call and the bound that cuBLAS's own TF32 GEMM sets -- three of its GEMMs (the three
     products) with no split at all -- as multiples of cuBLAS SGEMM's speed; the product kernel's
-    rate as % of cuBLAS TF32's; and step 4's product kernel, without and with ping-pong, as % of
-    the time of chapter 10's (above 100: slower)."""
+    rate as % of cuBLAS TF32's; step 4's product kernel, without and with ping-pong, and step
+    5's, as % of the time of step 3's (above 100: slower); and the call with step 5's kernel."""
     import pandas as pd
     rows = []
     for d, df in runs.items():
@@ -533,7 +536,9 @@ def parts_table(runs: dict) -> "pd.DataFrame":
                          "bound, x SGEMM": ms["cublas"] / (3 * ms["cublas_tf32"]),
                          "product, % of cuBLAS TF32": 100 * 3 * ms["cublas_tf32"] / ms["product"],
                          "step 4, % of product": 100 * ms["product_producer"] / ms["product"],
-                         "ping-pong, % of product": 100 * ms["product_pingpong"] / ms["product"]})
+                         "ping-pong, % of product": 100 * ms["product_pingpong"] / ms["product"],
+                         "step 5, % of product": 100 * ms.get("product_areg", np.nan) / ms["product"],
+                         "call with step 5, x SGEMM": ms["cublas"] / ms.get("sgemm_tf32x3_areg", np.nan)})
     return pd.DataFrame(rows).set_index(["GPU", "shape"])
 
 
@@ -542,8 +547,8 @@ def parts_summary(runs: dict) -> dict:
     at n = 4096 and 8192 (n^3), the call's and the bound's multiple of SGEMM
     (``parts_call_x_<n>``, ``parts_bound_x_<n>``), the product's % of cuBLAS TF32's rate
     (``parts_product_pct_<n>``) and the share of the call spent outside the product
-    (``parts_outside_pct_<n>``); over every shape, step 4's kernels' time as % of the product's
-    (``parts_producer``, ``parts_pingpong``)."""
+    (``parts_outside_pct_<n>``); over every shape, step 4's and step 5's kernels' time as % of
+    the product's (``parts_producer``, ``parts_pingpong``, ``parts_areg``)."""
     t = parts_table(runs).reset_index()
     t["outside"] = 100 * (1 - t["product"] / t["call"])  # (split-K's sum and the fix included)
     out = {}
@@ -552,7 +557,8 @@ def parts_summary(runs: dict) -> dict:
         for col, name in (("call, x SGEMM", "call_x"), ("bound, x SGEMM", "bound_x"),
                           ("product, % of cuBLAS TF32", "product_pct"), ("outside", "outside_pct")):
             out[f"parts_{name}_{n}_min"], out[f"parts_{name}_{n}_max"] = at[col].min(), at[col].max()
-    for col, name in (("step 4, % of product", "producer"), ("ping-pong, % of product", "pingpong")):
+    for col, name in (("step 4, % of product", "producer"), ("ping-pong, % of product", "pingpong"),
+                      ("step 5, % of product", "areg")):
         out[f"parts_{name}_min"], out[f"parts_{name}_max"] = t[col].min(), t[col].max()
     return out
 

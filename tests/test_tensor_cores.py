@@ -184,17 +184,24 @@ def test_an_mbarrier_phase_no_arrival_completes_is_a_deadlock_error():
 @pytest.mark.skipif(not _hopper(), reason="wgmma needs compute capability 9.0 (the emulator counts as 9.0)")
 @pytest.mark.parametrize("shape, splits", [((130, 129, 200), 1), ((64, 40, 300), 2), ((33, 17, 9), 1),
                                            ((200, 260, 32 * 7), 1), ((128, 128, 32 * 11), 3)])
-@pytest.mark.parametrize("pingpong", [0, 1])
-def test_the_producer_kernel_gives_the_same_bits(shape, splits, pingpong):
-    """matmul_tf32x3_ws (a producer warpgroup, per-stage mbarriers; with PINGPONG, two partial
-    sums taking turns) sums the same terms in the same order as matmul_tf32x3_wgmma: the same
-    bits, split-K included."""
+@pytest.mark.parametrize("variant, scaled", [((("PRODUCER", 1), ("PINGPONG", 0)), 0),
+                                             ((("PRODUCER", 1), ("PINGPONG", 1)), 0),
+                                             ((("AREG", 1),), 0), ((("AREG", 1),), 1)])
+def test_steps_4_and_5_give_step_3s_bits(shape, splits, variant, scaled):
+    """matmul_tf32x3_ws (step 4: a producer warpgroup, per-stage mbarriers; with PINGPONG, two
+    partial sums taking turns) and matmul_tf32x3_areg (step 5: A split in registers, scaled
+    there where SCALED) sum the same terms in the same order as matmul_tf32x3_wgmma: the same
+    bits, split-K and edge tiles included."""
     from book.launch.wgmma import DEFINES, tf32x3_wgmma
     from book.harness.check import TOLERANCE, random_inputs, relative_error
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=11)
+    if scaled:  # rows and columns of different magnitudes, so that each is scaled its own way
+        a *= np.exp2(np.random.default_rng(3).integers(-40, 40, (M, 1))).astype(np.float32)
+        b *= np.exp2(np.random.default_rng(4).integers(-40, 40, (1, N))).astype(np.float32)
+    base = DEFINES + (("SCALED", scaled),)
     outs = []
-    for defines in (DEFINES, DEFINES + (("PRODUCER", 1), ("PINGPONG", pingpong))):
+    for defines in (base, base + variant):
         C = xp.full((splits * M, N), xp.nan, dtype=xp.float32)
         tf32x3_wgmma(to_device(a), to_device(b), C, M, N, K, defines, splits)
         outs.append(to_host(C).reshape(splits, M, N))

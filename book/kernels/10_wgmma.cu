@@ -50,11 +50,15 @@
 #ifndef SCALED
 #define SCALED 0  // 1: rows of A and columns of B scaled by powers of two (exponents, above)
 #endif
+#ifndef AREG
+#define AREG 0  // 1: pack_split packs B alone, for step 5 (matmul_tf32x3_areg), launched with grid z 1
+#endif
 #define TILE_FLOATS (128 * 32)           // one 128 x 32 tile
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
-static_assert(CHUNK >= 1, "at least one k-tile per float32 add");
+static_assert(CHUNK >= 1 && CHUNK <= 2, "1 or 2 k-tiles per float32 add: a stage is refilled one "
+              "k-tile after its wgmmas were issued, and only a chunk's end waits for them");
 static_assert(!SMALL_FIRST || CHUNK <= STAGES - 1, "SMALL_FIRST: a chunk's k-tiles must all be in shared memory");
 
 // The biased exponent field (0 .. 254) of |x| for a finite x; -1 for Inf and NaN.
@@ -107,21 +111,25 @@ exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restr
     const int piece = blockIdx.x - M, across = CEIL_DIV(N, 256);
     const int n0 = piece % across * 256 + 4 * (tid % 64), k0 = piece / across * 64;
     int top[4] = {0, 0, 0, 0}, nonfinite[4] = {0, 0, 0, 0};
-    for (int k = k0 + tid / 64; k < min(K, k0 + 64); k += 4) {
+    float v[16][4];  // all 16 loads in flight at once (a loop of load-then-use waited 16 times)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        const int k = k0 + tid / 64 + 4 * i;
         const float* at = B + (long long)k * N + n0;
-        float v[4];
-        if (N % 4 == 0 && n0 < N) {
+        if (k < K && N % 4 == 0 && n0 < N) {
             const float4 q = *reinterpret_cast<const float4*>(at);
-            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+            v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
         } else {
-            for (int j = 0; j < 4; ++j) v[j] = n0 + j < N ? at[j] : 0.0f;
+            for (int j = 0; j < 4; ++j) v[i][j] = k < K && n0 + j < N ? at[j] : 0.0f;
         }
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
         for (int j = 0; j < 4; ++j) {
-            const int e = exponent_of(v[j]);
+            const int e = exponent_of(v[i][j]);
             top[j] = max(top[j], e);
             nonfinite[j] |= e < 0;
         }
-    }
     for (int j = 0; j < 4; ++j) tops[tid / 64][4 * (tid % 64) + j] = top[j],
                                 nonfinites[tid / 64][4 * (tid % 64) + j] = nonfinite[j];
     __syncthreads();
@@ -152,13 +160,24 @@ fix_nonfinite(const float* __restrict__ A, const float* __restrict__ B, float* _
     }
 }
 
-// x times 2^(127 - e): the largest finite element of its row (column) to [1, 2); exact.
-__device__ __forceinline__ float scaled_by(float x, const int* e, int i) {
+// 2^(127 - e[i]): the power of two that brings the largest finite element of row (column) i,
+// of exponent field e[i], to [1, 2); 1 where the build does not scale.
+__device__ __forceinline__ float scale_of(const int* e, int i) {
 #if SCALED
-    return ldexpf(x, 127 - e[i]);
+    return ldexpf(1.0f, 127 - e[i]);
 #else
-    return x;
+    return 1.0f;
 #endif
+}
+// x times that power of two: exact (a product that is representable is exact; below the
+// normal range it is rounded once, as ldexpf would).
+__device__ __forceinline__ float scaled_by(float x, const int* e, int i) { return x * scale_of(e, i); }
+
+// x's big and small TF32 parts: big = tf32(x), small = tf32(x - big); for Inf and NaN, big = x
+// and small = 0 (fix_nonfinite recomputes what they touch).
+__device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
+    big = __int_as_float((int)to_tf32(x));
+    small = exponent_of(x) < 0 ? 0.0f : __int_as_float((int)to_tf32(x - big));
 }
 
 // A (M x K) and B (K x N) into records, blockIdx.z = 0 for A, 1 for B: A's rows are the record
@@ -170,7 +189,7 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
            float* __restrict__ Bp, int M, int N, int K, const int* __restrict__ ea,
            const int* __restrict__ eb) {
     __shared__ float T[32][129];  // B's 32 x 128 piece, to read it along its rows
-    const bool is_b = blockIdx.z == 1;
+    const bool is_b = AREG || blockIdx.z == 1;  // (AREG: step 5 splits A itself; B alone here)
     const int k0 = blockIdx.x * 32, r0 = blockIdx.y * 128;
     if (r0 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N
     float* record = (is_b ? Bp : Ap) + ((long long)blockIdx.y * CEIL_DIV(K, 32) + blockIdx.x) * RECORD_FLOATS;
@@ -197,10 +216,7 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
     for (int i = 0; i < 4; ++i) {
         const int e = threadIdx.x + 256 * i, r = e / 8, k = 4 * (e % 8);
         float big[4], small[4];
-        for (int j = 0; j < 4; ++j) {
-            big[j] = __int_as_float((int)to_tf32(v[i][j]));
-            small[j] = exponent_of(v[i][j]) < 0 ? 0.0f : __int_as_float((int)to_tf32(v[i][j] - big[j]));
-        }
+        for (int j = 0; j < 4; ++j) split_tf32(v[i][j], big[j], small[j]);
         const int at = tf32_swizzle(r, k);
         *reinterpret_cast<float4*>(record + at) = make_float4(big[0], big[1], big[2], big[3]);
         *reinterpret_cast<float4*>(record + TILE_FLOATS + at) =
@@ -406,6 +422,118 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
         }
     }
 #endif
+    store_tile(C, acc, tile, wg, M, N, ea, eb);
+}
+
+// Step 5, A from registers (matmul_tf32x3_areg): the same sums, in the same order, as
+// matmul_tf32x3_wgmma, but A is never split beforehand. pack_split (built with AREG = 1) splits
+// B alone; A's 128 x 32 tile of a k-tile comes into the stage as it is, by every thread's
+// cp.async (16 bytes a copy where K % 4 == 0 and A is 16-byte aligned, else 4), its rows
+// A_PITCH floats apart so that a warp's reads of its fragments hit 32 banks. Each thread reads
+// its own elements -- rows 16 w + g and 16 w + g + 8 of its warpgroup's 64, k's t and t + 4 of
+// each 8 -- splits them in registers, scaled by its rows' powers of two, into wgmma's A
+// fragments (wgmma reads A from registers, B from shared memory). What it saves: pack_split's
+// pass over A (reading A, writing twice its bytes), and a third of the bytes copied into each
+// stage. The two k-tiles of a chunk have their own set of fragments, so that the second's are
+// split while the first's wgmmas run; a set is rewritten only in the next chunk, after the
+// wait at this one's end.
+// Launch: as matmul_tf32x3_wgmma, with A itself for Ap and STAGES * AREG_STAGE_BYTES + 1024
+// bytes of dynamic shared memory.
+#define A_PITCH 36  // floats from one row of A's tile to the next: 4 g + t covers the 32 banks
+#define AREG_STAGE_FLOATS (RECORD_FLOATS + 128 * A_PITCH)  // B's record, then A's tile
+extern "C" __global__ void __launch_bounds__(256, 1)
+matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
+                   float* __restrict__ C, int M, int N, int K, int group_m,
+                   const int* __restrict__ ea, const int* __restrict__ eb) {
+    extern __shared__ __align__(16) float dynamic[];
+    float* stages = align_1024(dynamic);
+    __shared__ unsigned long long full[STAGES];  // B's record of the stage has landed
+    const int tid = threadIdx.x, wg = tid / 128;
+    int kt0, tiles;
+    C = slice_of(C, M, N, K, &kt0, &tiles);
+    const int2 tile = tile_of(group_m);
+    const float* b_records = Bp + ((long long)tile.y * CEIL_DIV(K, 32) + kt0) * RECORD_FLOATS;
+    if (tid == 0)
+        for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]);
+    __syncthreads();
+    auto stage_of = [&](int kt) { return stages + kt % STAGES * AREG_STAGE_FLOATS; };
+    const bool by16 = K % 4 == 0 && reinterpret_cast<unsigned long long>(A) % 16 == 0;
+    auto load = [&](int kt) {  // k-tile kt into its stage: B's record (one thread), A's tile (all)
+        float* stage = stage_of(kt);
+        if (tid == 0) {
+            barrier_expect(&full[kt % STAGES], RECORD_FLOATS * 4);
+            bulk_copy(stage, b_records + (long long)kt * RECORD_FLOATS, RECORD_FLOATS * 4, &full[kt % STAGES]);
+        }
+        float* tile_a = stage + RECORD_FLOATS;
+        const int k0 = (kt0 + kt) * 32;
+        if (by16)
+            for (int c = tid; c < 128 * 8; c += 256) {  // 16 bytes: row c / 8, k's 4 (c % 8) ..
+                const int r = c / 8, k = k0 + 4 * (c % 8), row = tile.x * 128 + r;
+                const bool in = row < M && k < K;
+                copy16(tile_a + r * A_PITCH + 4 * (c % 8), in ? A + (long long)row * K + k : A, in);
+            }
+        else
+            for (int c = tid; c < 128 * 32; c += 256) {
+                const int r = c / 32, k = k0 + c % 32, row = tile.x * 128 + r;
+                const bool in = row < M && k < K;
+                copy4(tile_a + r * A_PITCH + c % 32, in ? A + (long long)row * K + k : A, in);
+            }
+        commit();
+    };
+    for (int kt = 0; kt < STAGES - 1; ++kt)  // (a group for every k-tile, empty past the last)
+        if (kt < tiles) load(kt);
+        else commit();
+    const int lane = tid % 128, w = lane / 32, g = lane % 32 / 4, t = lane % 4;
+    const int r0 = wg * 64 + 16 * w + g;  // this thread's rows in the tile: r0 and r0 + 8
+    const float scale0 = tile.x * 128 + r0 < M ? scale_of(ea, tile.x * 128 + r0) : 1.0f;
+    const float scale1 = tile.x * 128 + r0 + 8 < M ? scale_of(ea, tile.x * 128 + r0 + 8) : 1.0f;
+    float acc[64], part[64], big0[16], small0[16], big1[16], small1[16];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part[i] = 0.0f;
+    auto add = [&]() {  // the chunk's wgmmas are done: its sums into acc, with float32 adds
+        wgmma_wait<0>();
+        fence_registers(part);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] += part[i];
+    };
+    // k-tile kt, its fragments in (big, small); `fresh`: the chunk's first; `last`: its last.
+    auto ktile = [&](int kt, bool fresh, bool last, float (&big)[16], float (&small)[16]) {
+        wait_groups<STAGES - 2>();  // this thread's copies of k-tile kt have landed
+        __syncthreads();            // and every thread's
+        const float* tile_a = stage_of(kt) + RECORD_FLOATS;
+#pragma unroll
+        for (int s = 0; s < 4; ++s)  // the fragment of k-step s: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                split_tf32(tile_a[(r0 + 8 * (i % 2)) * A_PITCH + 8 * s + t + 4 * (i / 2)] *
+                           (i % 2 == 0 ? scale0 : scale1), big[4 * s + i], small[4 * s + i]);
+        barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // B's record of k-tile kt has landed
+        const float* b = stage_of(kt);
+        wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {  // small_A big_B, big_A small_B, big_A big_B, as step 3
+            wgmma_m64n128_tf32_ra(part, small + 4 * s, b + 8 * s, !(fresh && s == 0));
+            wgmma_m64n128_tf32_ra(part, big + 4 * s, b + TILE_FLOATS + 8 * s, true);
+            wgmma_m64n128_tf32_ra(part, big + 4 * s, b + 8 * s, true);
+        }
+        wgmma_commit();
+        if (last) add();
+        __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
+        if (kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
+        else commit();
+    };
+    // A chunk at a time, its k-tiles' fragments in the two sets by turns; every branch below is
+    // known when compiling but the chunk cut short at the end of K, so that ptxas sees where
+    // each set's wgmmas are waited for.
+    for (int c0 = 0; c0 < tiles; c0 += CHUNK) {
+#pragma unroll
+        for (int j = 0; j < CHUNK; ++j)
+            if (c0 + j < tiles) {
+                if (j % 2 == 0) ktile(c0 + j, j == 0, j == CHUNK - 1, big0, small0);
+                else ktile(c0 + j, false, j == CHUNK - 1, big1, small1);
+            }
+        if (c0 + CHUNK > tiles) add();  // the last chunk, cut short
+    }
     store_tile(C, acc, tile, wg, M, N, ea, eb);
 }
 

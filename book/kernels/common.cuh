@@ -44,7 +44,8 @@ __device__ __forceinline__ void store4(float* __restrict__ m, int row, int col, 
 
 // Chapter 8: asynchronous copies global -> shared (cp.async, compute capability 8.0 and later).
 // copy4 copies one float, or writes 0 when `inside` is false (src-size 0: nothing is read);
-// copy16_aligned copies 16 bytes (both addresses 16-byte aligned). commit() closes the group of
+// copy16_aligned copies 16 bytes (both addresses 16-byte aligned), copy16 too or writes 16
+// bytes of 0 where not `inside`. commit() closes the group of
 // copies this thread issued since the last one; wait_groups<n>() waits until at most n of this
 // thread's groups are still in flight (the copies of others need a __syncthreads after).
 // On the CPU emulator a copy completes at once, which is one of the orders the GPU allows.
@@ -58,6 +59,11 @@ __device__ __forceinline__ void copy16_aligned(float* dst, const float* src) {
     const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
 }
+__device__ __forceinline__ void copy16(float* dst, const float* src, bool inside) {  // 0s where not inside
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(inside ? 16 : 0));
+}
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int n> __device__ __forceinline__ void wait_groups() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(n));
@@ -65,6 +71,10 @@ template <int n> __device__ __forceinline__ void wait_groups() {
 #else
 inline void copy4(float* dst, const float* src, bool inside) { *dst = inside ? *src : 0.0f; }
 inline void copy16_aligned(float* dst, const float* src) { std::memcpy(dst, src, 16); }
+inline void copy16(float* dst, const float* src, bool inside) {
+    if (inside) std::memcpy(dst, src, 16);
+    else std::memset(dst, 0, 16);
+}
 inline void commit() {}
 template <int n> inline void wait_groups() {}
 #endif

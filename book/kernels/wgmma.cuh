@@ -70,6 +70,30 @@ __device__ __forceinline__ void wgmma_m64n128_tf32(float (&d)[64], const float* 
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "l"(tf32_descriptor(a)), "l"(tf32_descriptor(b)), "r"(int(accumulate)));
 }
+// The same with A from registers: a[0..3] are this thread's A (64 x 8) elements in mma_tf32's A
+// layout -- rows 16 w + g and 16 w + g + 8 of the warpgroup's 64, k's t and t + 4 -- as
+// a = {(g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)}. They must not change until the wgmma is
+// done (wgmma_wait): ptxas makes the warpgroup wait where they would.
+__device__ __forceinline__ void wgmma_m64n128_tf32_ra(float (&d)[64], const float* a, const float* b,
+                                                      bool accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+                   "r"(__float_as_uint(a[3])), "l"(tf32_descriptor(b)), "r"(int(accumulate)));
+}
 // setmaxnreg: a warpgroup gives back registers (down) or takes more (up), to n a thread; the
 // block's warpgroups must not need more than its 64K registers in all.
 template <int n> __device__ __forceinline__ void registers_down() {
@@ -109,25 +133,38 @@ inline void wgmma_fence() {}
 inline void wgmma_commit() {}
 template <int n> inline void wgmma_wait() {}
 template <int n> inline void fence_registers(float (&)[n]) {}
-inline void wgmma_m64n128_tf32(float (&d)[64], const float* a, const float* b, bool accumulate) {
-    auto at = [](const float* p, int row, int k) {  // the swizzle acts on the address bits
-        auto u = reinterpret_cast<unsigned long long>(p) + 128ull * row + 4ull * k;
-        u ^= ((u >> 7) & 7ull) << 4;
-        unsigned bits;
-        std::memcpy(&bits, reinterpret_cast<const void*>(u), 4);
-        return bits;
-    };
-    const int w = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const unsigned fa[4] = {at(a, 16 * w + g, t), at(a, 16 * w + g + 8, t), at(a, 16 * w + g, t + 4),
-                            at(a, 16 * w + g + 8, t + 4)};
+namespace wgmma_emu {
+inline unsigned swizzled(const float* p, int row, int k) {  // the swizzle acts on the address bits
+    auto u = reinterpret_cast<unsigned long long>(p) + 128ull * row + 4ull * k;
+    u ^= ((u >> 7) & 7ull) << 4;
+    unsigned bits;
+    std::memcpy(&bits, reinterpret_cast<const void*>(u), 4);
+    return bits;
+}
+// The warpgroup's wgmma as its warps' 16 mma_tf32 each, this thread's A fragment given.
+inline void with_fragment(float (&d)[64], const unsigned (&fa)[4], const float* b, bool accumulate) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     for (int j = 0; j < 16; ++j) {
-        const unsigned fb[2] = {at(b, 8 * j + g, t), at(b, 8 * j + g, t + 4)};
+        const unsigned fb[2] = {swizzled(b, 8 * j + g, t), swizzled(b, 8 * j + g, t + 4)};
         const float c[4] = {accumulate ? d[4 * j] : 0.0f, accumulate ? d[4 * j + 1] : 0.0f,
                             accumulate ? d[4 * j + 2] : 0.0f, accumulate ? d[4 * j + 3] : 0.0f};
         float out[4];
         ::cuda_emu::mma_tf32(__LINE__, out, fa, fb, c);
         for (int i = 0; i < 4; ++i) d[4 * j + i] = out[i];
     }
+}
+}  // namespace wgmma_emu
+inline void wgmma_m64n128_tf32(float (&d)[64], const float* a, const float* b, bool accumulate) {
+    const int w = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    using wgmma_emu::swizzled;
+    const unsigned fa[4] = {swizzled(a, 16 * w + g, t), swizzled(a, 16 * w + g + 8, t),
+                            swizzled(a, 16 * w + g, t + 4), swizzled(a, 16 * w + g + 8, t + 4)};
+    wgmma_emu::with_fragment(d, fa, b, accumulate);
+}
+inline void wgmma_m64n128_tf32_ra(float (&d)[64], const float* a, const float* b, bool accumulate) {
+    unsigned fa[4];
+    std::memcpy(fa, a, sizeof fa);
+    wgmma_emu::with_fragment(d, fa, b, accumulate);
 }
 template <int n> inline void registers_down() {}
 template <int n> inline void registers_up() {}

@@ -39,12 +39,16 @@ def _kernels(defines: tuple = DEFINES):
     """(pack_split, the product kernel, its dynamic shared memory, its threads per block),
     loaded once: the launches of a call must follow each other closely, or the GPU waits between
     them. With SCALED = 1 in ``defines`` both scale; with PRODUCER = 1 the product is
-    matmul_tf32x3_ws (a producer warpgroup: 384 threads), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
-    scaled = {"SCALED": 1} if dict(defines).get("SCALED") else {}
-    pack_split = load_kernel(SOURCE, "pack_split", defines=scaled, options=OPTIONS)
-    name, threads = ("matmul_tf32x3_ws", 384) if dict(defines).get("PRODUCER") else ("matmul_tf32x3_wgmma", 256)
-    main = load_kernel(SOURCE, name, defines=dict(defines), options=OPTIONS)
-    smem = dict(defines)["STAGES"] * 65536 + 1024
+    matmul_tf32x3_ws (a producer warpgroup: 384 threads), with AREG = 1 matmul_tf32x3_areg (A
+    split in registers: pack_split packs B alone), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
+    d = dict(defines)
+    pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS,
+                             defines={k: 1 for k in ("SCALED", "AREG") if d.get(k)})
+    name, threads = ("matmul_tf32x3_ws", 384) if d.get("PRODUCER") else \
+        ("matmul_tf32x3_areg", 256) if d.get("AREG") else ("matmul_tf32x3_wgmma", 256)
+    main = load_kernel(SOURCE, name, defines=d, options=OPTIONS)
+    smem = d["STAGES"] * ((RECORD_FLOATS + 128 * 36) * 4 if d.get("AREG") else 65536) + 1024
+    # (AREG: a stage holds B's record and A's 128 x 32 tile, rows 36 floats apart)
     need = main.module.static_shared(name) + smem
     if need > main.max_dynamic_shared_size_bytes:
         main.max_dynamic_shared_size_bytes = need
@@ -60,9 +64,12 @@ def _no_scales():
 def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DEFINES,
          ea=None, eb=None) -> None:
     """Split A and B into their records (from :func:`records`), in one launch; scaled by the
-    exponents ``ea`` and ``eb`` where ``defines`` has SCALED = 1."""
-    _kernels(tuple(defines))[0]((_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2), (256, 1),
-                                (A, B, a_records, b_records, *map(np.int32, (M, N, K)),
+    exponents ``ea`` and ``eb`` where ``defines`` has SCALED = 1. With AREG = 1, B alone
+    (``a_records`` is not used: the product splits A itself)."""
+    areg = bool(dict(defines).get("AREG"))
+    grid = (_ceil(K, K_TILE), _ceil(N if areg else max(M, N), TILE), 1 if areg else 2)
+    _kernels(tuple(defines))[0](grid, (256, 1),
+                                (A, B, b_records if areg else a_records, b_records, *map(np.int32, (M, N, K)),
                                  _no_scales() if ea is None else ea,
                                  _no_scales() if eb is None else eb))
 
@@ -76,8 +83,8 @@ def exponents(A, B, M: int, N: int, K: int):
     """(ea, eb, bad): the largest exponent field of each row of A's and column of B's finite
     elements, and 1 for each row of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf
     or NaN, bad[M + N] = 1 if any does (10_wgmma.cu's exponents)."""
-    ea, eb = xp.zeros(M, dtype=xp.int32), xp.zeros(N, dtype=xp.int32)
-    bad = xp.zeros(M + N + 1, dtype=xp.int32)
+    flags = xp.zeros(2 * (M + N) + 1, dtype=xp.int32)  # one launch zeroes all three
+    ea, eb, bad = flags[:M], flags[M:M + N], flags[M + N:]
     _exponents()((M + _ceil(N, 256) * _ceil(K, 64),), (256, 1),
                  (A, B, ea, eb, bad, *map(np.int32, (M, N, K))))
     return ea, eb, bad
@@ -94,24 +101,26 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
                               f"float32 {shape}")
-    key = (M, N, K)
+    areg = bool(dict(defines).get("AREG"))
+    key = (M, N, K, areg)
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = (records(M, K), records(N, K))
+        _workspace[key] = (None if areg else records(M, K), records(N, K))
     a_records, b_records = _workspace[key]
     ea = eb = _no_scales()
     bad = None
     if dict(defines).get("SCALED"):
         ea, eb, bad = exponents(A, B, M, N, K)
     pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
-    product(a_records, b_records, C, M, N, K, defines, splits, ea, eb)
+    product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb)
     return bad
 
 
 def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DEFINES,
             splits: int = 1, ea=None, eb=None) -> None:
-    """The product launch alone: C (or its ``splits`` slices) from pack's records, with the
-    kernel ``defines`` name (matmul_tf32x3_wgmma, or matmul_tf32x3_ws where PRODUCER = 1);
+    """The product launch alone: C (or its ``splits`` slices) from pack's records (with AREG = 1,
+    ``a_records`` is A itself), with the kernel ``defines`` name (matmul_tf32x3_wgmma, or
+    matmul_tf32x3_ws where PRODUCER = 1, matmul_tf32x3_areg where AREG = 1);
     ``ea``, ``eb``: the exponents the records were scaled by, where SCALED = 1."""
     kernel, smem, threads = _kernels(tuple(defines))[1:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
