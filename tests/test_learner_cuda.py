@@ -92,6 +92,26 @@ def test_dynamic_shared_memory_is_bounded_by_the_launchs_bytes():
         kernel((1,), (4,), (out, np.int32(0)))
 
 
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's report (a GPU may run on silently)")
+@pytest.mark.parametrize("name, index, shared_mem, what", [
+    ("dynamic_shared", 5000, 256, r"wrote past the end of the dynamic shared memory \(extern "
+                                  r"__shared__\): the launch gave 256 bytes"),
+    ("dynamic_pointer_before", 5000, 128, r"wrote before the start of the dynamic shared memory "
+                                          r"\(extern __shared__\), of which the launch gave 128 bytes"),
+    ("dynamic_shared", -1, 0, r"wrote before the start of the dynamic shared memory \(extern "
+                              r"__shared__\), of which the launch gave 0 bytes \(shared_mem= of the "
+                              r"launch, which was not given\)"),
+    ("shared_pointer_before", 5000, 0, r"wrote before the start of the __shared__ array s "
+                                       r"\(float\[32\]\), through a pointer taken from it")])
+def test_shared_memory_far_past_its_end_or_before_its_start_is_named(name, index, shared_mem, what):
+    """Pages away from the bytes (up to a MiB each way), not only in the page after them; these
+    were silent, or blamed on an array argument."""
+    out = np.zeros(32, np.float32)
+    with pytest.raises(LaunchError, match=rf"{name}: block \(0, 0, 0\), thread \(\d+, 0, 0\): {what}"):
+        load_kernel(LEARNER, name)((1,), (32 if "before" in name else 4,), (out, np.int32(index)),
+                                   shared_mem=shared_mem)
+
+
 @pytest.mark.skipif(BACKEND != "cpu", reason="CuPy passes device pointers; this is the emulator's copy")
 def test_overlapping_views_of_one_array_share_its_memory():
     """x = a[:10] and y = a[5:15] are one memory, as on a GPU: y[i] += x[i] for i < 5 reads
@@ -128,6 +148,22 @@ def test_shared_memory_written_through_a_pointer_then_read_by_index(check, monke
     out = xp.zeros(32, dtype=xp.float32)
     load_kernel(LEARNER, "shared_through_pointer")((1,), (32,), (out,))
     assert (to_host(out) == 5.0).all()
+
+
+def test_a_shared_array_or_row_cast_to_float4_as_it_is():
+    """reinterpret_cast<float4*>(s) of a __shared__ array, and of a row t[1], without &s[0]
+    (the emulator refused them with a C++ error about its own types)."""
+    out = xp.zeros(32, dtype=xp.float32)
+    load_kernel(LEARNER, "shared_cast_whole")((1,), (32,), (out, np.int32(0)))
+    np.testing.assert_array_equal(to_host(out), 5.0 + 16 + 4 * (np.arange(32) % 4))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's message (a GPU writes past it silently)")
+def test_a_float4_cast_of_a_shared_array_past_its_end_is_named():
+    out = xp.zeros(32, dtype=xp.float32)
+    with pytest.raises(LaunchError, match=r"thread \(0, 0, 0\): wrote past the end of the __shared__ "
+                                          r"array s \(float\[128\]\), through a pointer taken from it"):
+        load_kernel(LEARNER, "shared_cast_whole")((1,), (32,), (out, np.int32(100)))
 
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")

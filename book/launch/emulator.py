@@ -517,6 +517,15 @@ def _explain_crash(view, places, params, status: int, shared_mem: int = 0) -> st
         return (f"{who}{verb} past the end of the dynamic shared memory (extern __shared__): "
                 f"the launch gave {shared_mem} bytes (shared_mem= of the launch"
                 + (", which was not given" if not shared_mem else "") + ")")
+    if code == -5:
+        return (f"{who}{verb} before the start of the dynamic shared memory (extern __shared__), "
+                f"of which the launch gave {shared_mem} bytes (shared_mem= of the launch"
+                + (", which was not given" if not shared_mem else "") + ")")
+    if code == -6:
+        declared = bytes(view[SHARED_NAME:SHARED_NAME + 256]).split(b"\0")[0].decode(errors="replace")
+        return (f"{who}{verb} before the start of the __shared__ array {declared}, through a "
+                f"pointer taken from it (&s[i], a cast such as reinterpret_cast<float4*>, or a row "
+                f"passed to a function); indexes s[i][j] are checked and name the index")
     if code == -4:
         declared = bytes(view[SHARED_NAME:SHARED_NAME + 256]).split(b"\0")[0].decode(errors="replace")
         return (f"{who}{verb} past the end of the __shared__ array {declared}, through a pointer "

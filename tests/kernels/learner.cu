@@ -110,6 +110,18 @@ extern "C" __global__ void shared_through_pointer(float* out) {
     out[threadIdx.x] = s[4 * threadIdx.x] + s[4 * threadIdx.x + 3];
 }
 
+// A __shared__ array, and a row of one, cast to float4* as they are (no &s[0]): `index` is
+// where thread 0 stores its float4 (in bounds: 0).
+extern "C" __global__ void shared_cast_whole(float* out, int index) {
+    __shared__ float s[128];
+    __shared__ float t[4][16];
+    t[threadIdx.x / 16 % 4][threadIdx.x % 16] = threadIdx.x;
+    reinterpret_cast<float4*>(s)[threadIdx.x == 0 ? index : threadIdx.x] = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+    __syncthreads();
+    const float4 row = reinterpret_cast<const float4*>(t[1])[threadIdx.x % 4];
+    out[threadIdx.x] = s[4 * threadIdx.x] + s[4 * threadIdx.x + 3] + row.x;
+}
+
 // atomicInc and atomicDec wrap as CUDA defines them.
 extern "C" __global__ void wrap_counters(unsigned* c) {
     atomicInc(&c[0], 4u);

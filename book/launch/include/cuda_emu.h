@@ -137,30 +137,40 @@ inline thread_local uint3 block_idx{0, 0, 0};
 inline thread_local dim3 block_dim;
 inline thread_local dim3 grid_dim;
 inline thread_local unsigned char* dynamic_smem = nullptr;
-inline thread_local unsigned char* dynamic_guard = nullptr;  // the page right after it
+struct GuardedBytes;
+inline thread_local const GuardedBytes* dynamic_bytes = nullptr;  // its guards
 
 constexpr std::size_t kStackBytes = 256 * 1024;  // per fiber; untouched pages cost nothing
 
-// Bytes that end (rounded up to 16) where an inaccessible page begins, so that an access past
-// their end faults: dynamic shared memory, and every static __shared__ array (shared_array).
-// map is null where mmap failed.
+// Bytes that end (rounded up to 16) where kGuardBytes of inaccessible memory begin, with as many
+// before their pages, so that an access past their end or before their start faults (what falls
+// in the rest of their first page is found by its 0xFF bytes changing): dynamic shared memory,
+// and every static __shared__ array (shared_array). map (their first page) is null where mmap
+// failed.
+constexpr std::size_t kGuardBytes = std::size_t{1} << 20;  // address space only: never touched
 struct GuardedBytes {
     std::size_t size, pages;
     unsigned char* map;
     explicit GuardedBytes(std::size_t bytes)
         : size((bytes + 15) / 16 * 16), pages((size + 4095) / 4096 * 4096),
-          map(static_cast<unsigned char*>(mmap(nullptr, pages + 4096, PROT_READ | PROT_WRITE,
+          map(static_cast<unsigned char*>(mmap(nullptr, kGuardBytes + pages + kGuardBytes, PROT_NONE,
                                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))) {
         if (map == MAP_FAILED) map = nullptr;
-        else mprotect(map + pages, 4096, PROT_NONE);
+        else if (mprotect(map + kGuardBytes, pages, PROT_READ | PROT_WRITE) != 0) {
+            munmap(map, kGuardBytes + pages + kGuardBytes);
+            map = nullptr;
+        } else {
+            map += kGuardBytes;
+        }
     }
     GuardedBytes(const GuardedBytes&) = delete;
     GuardedBytes& operator=(const GuardedBytes&) = delete;
     ~GuardedBytes() {
-        if (map) munmap(map, pages + 4096);
+        if (map) munmap(map - kGuardBytes, kGuardBytes + pages + kGuardBytes);
     }
     unsigned char* data() const { return map + pages - size; }
-    unsigned char* guard() const { return map + pages; }
+    unsigned char* guard() const { return map + pages; }       // kGuardBytes after the end
+    unsigned char* lead() const { return map - kGuardBytes; }  // kGuardBytes before the pages
 };
 
 inline void fiber_main() {
@@ -185,9 +195,11 @@ static_assert(sizeof(FaultReport) == 48, "book/cpu.py reads this layout");
 inline FaultReport* fault_report = nullptr;
 constexpr int kSharedNameAt = 4096 - 256;  // where in the fault page a code -4 names its array
 
-// The guard page after each static __shared__ array (shared_array, below), and its declaration.
+// The guards after and before each static __shared__ array (shared_array, below), and its
+// declaration.
 struct SharedGuard {
     std::atomic<unsigned char*> page{nullptr};
+    unsigned char* lead = nullptr;
     const char *name = nullptr, *declared = nullptr;
 };
 inline SharedGuard shared_guards[4096];
@@ -206,12 +218,14 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
         const Worker* w = worker;
         r->in_kernel = w != nullptr && w->current != nullptr;
         const auto* at = static_cast<unsigned char*>(info->si_addr);
-        if (dynamic_guard != nullptr && at >= dynamic_guard && at < dynamic_guard + 4096)
-            r->code = -3;  // past the end of the dynamic shared memory
-        for (const SharedGuard& g : shared_guards) {  // past the end of a static __shared__ array
+        auto in = [at](const unsigned char* from) { return from != nullptr && at >= from && at < from + kGuardBytes; };
+        if (const GuardedBytes* d = dynamic_bytes; d != nullptr && d->map != nullptr)
+            if (in(d->guard()) || in(d->lead()))
+                r->code = in(d->guard()) ? -3 : -5;  // past the end (before the start) of the dynamic shared memory
+        for (const SharedGuard& g : shared_guards) {  // past the end (before the start) of a static __shared__ array
             const unsigned char* page = g.page.load();
-            if (page != nullptr && at >= page && at < page + 4096 && g.declared != nullptr) {
-                r->code = -4;  // "name (declared)" into the fault page, as async-signal-safe copies
+            if (page != nullptr && (in(page) || in(g.lead)) && g.declared != nullptr) {
+                r->code = in(page) ? -4 : -6;  // "name (declared)" into the fault page, as async-signal-safe copies
                 char* out = reinterpret_cast<char*>(r) + kSharedNameAt;
                 int i = 0;
                 for (const char* part : {g.name, " (", g.declared, ")"})
@@ -599,7 +613,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         block_dim = block;
         grid_dim = grid;
         dynamic_smem = smem;
-        dynamic_guard = dynamic.guard();
+        dynamic_bytes = &dynamic;
         for (std::size_t b; !errors->failed && (b = next.fetch_add(1)) < n_blocks;) {
             block_idx = {unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
@@ -649,7 +663,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             off.ss_flags = SS_DISABLE;
             sigaltstack(&off, nullptr);
         }
-        dynamic_guard = nullptr;
+        dynamic_bytes = nullptr;
         give_stacks(stacks, stack_capacity);
         worker = nullptr;
     };
@@ -1023,6 +1037,7 @@ inline int guard_shared(const GuardedBytes& bytes, const char* name, const char*
         unsigned char* empty = nullptr;
         if (shared_guards[i].page.compare_exchange_strong(empty, claimed)) {
             shared_guards[i].name = name, shared_guards[i].declared = declared;
+            shared_guards[i].lead = bytes.lead();
             shared_guards[i].page.store(bytes.guard());
             return i;
         }
@@ -1080,9 +1095,20 @@ inline std::uintptr_t argument_start(std::uintptr_t at) {
 // reinterpret_cast<float4*>(p) and the other vector types (emulate_source rewrites such casts
 // into this): on a GPU a vector access must sit at a multiple of its size, or the launch fails
 // with "misaligned address". The emulator's CPU would read it anyway, so the cast checks.
+template <class X> struct is_shared_kind : std::false_type {};
+template <class T, std::size_t... D> struct is_shared_kind<shared_array<T, D...>> : std::true_type {};
+template <class T, std::size_t... D> struct is_shared_kind<shared_view<T, D...>> : std::true_type {};
+template <class T, std::size_t... D> auto* shared_pointer(shared_array<T, D...>& s) {
+    return static_cast<typename shared_view<T, D...>::element*>(s);
+}
+template <class T, std::size_t... D> auto* shared_pointer(const shared_view<T, D...>& v) {
+    return static_cast<typename shared_view<T, D...>::element*>(v);
+}
 template <class T, class P>
 inline T vector_cast(const char* type, int line, P&& p) {
-    if constexpr (std::is_pointer_v<std::decay_t<P>>) {
+    if constexpr (is_shared_kind<std::decay_t<P>>::value) {  // a __shared__ array, or a row of one
+        return vector_cast<T>(type, line, shared_pointer(p));  // (as the pointer it decays to)
+    } else if constexpr (std::is_pointer_v<std::decay_t<P>>) {
         using V = std::remove_cv_t<std::remove_pointer_t<T>>;
         auto at = reinterpret_cast<std::uintptr_t>(static_cast<const volatile void*>(p));
         at -= argument_start(at);  // on a GPU each array starts on 256 bytes; here, anywhere
@@ -1097,8 +1123,10 @@ inline T vector_cast(const char* type, int line, P&& p) {
                           alignof(V) / 4 ? alignof(V) / 4 : 1);
             fail_here(what);
         }
+        return reinterpret_cast<T>(p);
+    } else {
+        return reinterpret_cast<T>(p);
     }
-    return reinterpret_cast<T>(p);
 }
 
 }  // namespace cuda_emu
