@@ -57,8 +57,7 @@
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
-static_assert(CHUNK >= 1 && CHUNK <= 2, "1 or 2 k-tiles per float32 add: a stage is refilled one "
-              "k-tile after its wgmmas were issued, and only a chunk's end waits for them");
+static_assert(CHUNK >= 1, "at least one k-tile per float32 add");
 static_assert(!SMALL_FIRST || CHUNK <= STAGES - 1, "SMALL_FIRST: a chunk's k-tiles must all be in shared memory");
 
 // The biased exponent field (0 .. 254) of |x| for a finite x; -1 for Inf and NaN.
