@@ -129,7 +129,8 @@ skinny_dots(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
 
 // skinny_rows: Z (P x R) = Y (P x K) X (K x R), X's rows (k) ldx floats apart and read along r.
 // A block takes 128 adjacent columns r of X, each lane 4 of them: per k it loads 4 floats of X
-// (16 bytes where X's rows start on 16 bytes; a warp reads 512 adjacent bytes) and multiplies
+// (16 bytes where X's rows start on 16 bytes; a warp reads 512 adjacent bytes; else four single
+// floats 32 apart, so that each load of the warp reads 128 adjacent bytes) and multiplies
 // them by the chunk's Y[p][k], the same for every lane (a broadcast from shared memory), into
 // 4 x PR sums. The block's WARPS warps split its k's among them, UNROLL rows at a time in turn
 // (so that few columns still give many warps, each with UNROLL loads in flight), and add their
@@ -158,8 +159,12 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
     const int r = 4 * (blockIdx.x * 32 + lane);
     const int per = CEIL_DIV(CEIL_DIV(K, (int)gridDim.y), 8) * 8;  // few columns of X: fine splits
     const int k_begin = blockIdx.y * per, k_end = min(K, k_begin + per);
-    const bool vec = (ldx & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0 &&
-                     r + 3 < R;
+    // Rows of X on 16 bytes: the lane's columns are r .. r + 3 (float4 loads where all 4 are in
+    // X). Else they are lane, lane + 32, lane + 64, lane + 96 of the block's 128, so that each
+    // of the 4 single-float loads of the warp reads 32 adjacent floats.
+    const bool aligned = (ldx & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0;
+    auto col = [&](int j) { return aligned ? r + j : (int)blockIdx.x * 128 + lane + 32 * j; };
+    const bool vec = aligned && r + 3 < R;
     float acc[PR][4] = {};
     for (int k0 = k_begin; k0 < k_end; k0 += KC) {
         for (int i = threadIdx.x; i < KC * PR; i += blockDim.x) {
@@ -168,7 +173,7 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
         }
         __syncthreads();
         const int kn = min(KC, k_end - k0);
-        if (r < R) {
+        if (col(0) < R) {
             int kk = warp * UNROLL;  // this warp's rows: UNROLL at a time, every WARPS * UNROLL
             if (vec)  // UNROLL rows of X in flight per thread: a lone load per k leaves DRAM idle
                 for (; kk + UNROLL <= kn; kk += WARPS * UNROLL) {
@@ -182,12 +187,22 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
                         rows_step(acc, Ys[kk + u], x);
                     }
                 }
+            for (; kk + UNROLL <= kn; kk += WARPS * UNROLL) {  // single floats, as many in flight
+                float x[UNROLL][4];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        x[u][j] = col(j) < R ? X[(long long)(k0 + kk + u) * ldx + col(j)] : 0.0f;
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) rows_step(acc, Ys[kk + u], x[u]);
+            }
             for (; kk < kn; kk += WARPS * UNROLL)  // the rows left, one at a time
                 for (int u = 0; u < UNROLL && kk + u < kn; ++u) {
-                    const float* row = X + (long long)(k0 + kk + u) * ldx + r;
+                    const float* row = X + (long long)(k0 + kk + u) * ldx;
                     float x[4];
 #pragma unroll
-                    for (int j = 0; j < 4; ++j) x[j] = r + j < R ? row[j] : 0.0f;
+                    for (int j = 0; j < 4; ++j) x[j] = col(j) < R ? row[col(j)] : 0.0f;
                     rows_step(acc, Ys[kk + u], x);
                 }
         }
@@ -207,17 +222,17 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
                 for (int j = 0; j < 4; ++j) acc[p][j] += sums[lane][4 * p + j];
         __syncthreads();
     }
-    if (warp == 0 && r < R)
+    if (warp == 0 && col(0) < R)
 #pragma unroll
         for (int p = 0; p < PR; ++p) {
             if (p >= P) break;
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                if (r + j >= R) break;
+                if (col(j) >= R) break;
                 if (gridDim.y == 1)
-                    skinny_store(Z, (long long)p * z_p + (long long)(r + j) * z_r, acc[p][j], alpha, beta);
+                    skinny_store(Z, (long long)p * z_p + (long long)col(j) * z_r, acc[p][j], alpha, beta);
                 else
-                    W[(long long)blockIdx.y * R * P + (long long)p * R + r + j] = acc[p][j];
+                    W[(long long)blockIdx.y * R * P + (long long)p * R + col(j)] = acc[p][j];
             }
         }
     if (gridDim.y > 1 && skinny_last(ticket, &last))  // W's slices are P x R: this block's columns
