@@ -186,12 +186,14 @@ def test_an_mbarrier_phase_no_arrival_completes_is_a_deadlock_error():
                                            ((200, 260, 32 * 7), 1), ((128, 128, 32 * 11), 3)])
 @pytest.mark.parametrize("variant, scaled", [((("PRODUCER", 1), ("PINGPONG", 0)), 0),
                                              ((("PRODUCER", 1), ("PINGPONG", 1)), 0),
-                                             ((("AREG", 1),), 0), ((("AREG", 1),), 1)])
+                                             ((("AREG", 1),), 0), ((("AREG", 1),), 1),
+                                             ((("AREG", 1), ("CHUNK", 8)), 0)])
 def test_steps_4_and_5_give_step_3s_bits(shape, splits, variant, scaled):
     """matmul_tf32x3_ws (step 4: a producer warpgroup, per-stage mbarriers; with PINGPONG, two
     partial sums taking turns) and matmul_tf32x3_areg (step 5: A split in registers, scaled
     there where SCALED) sum the same terms in the same order as matmul_tf32x3_wgmma: the same
-    bits, split-K and edge tiles included."""
+    bits, split-K and edge tiles included; with CHUNK = 8 too (a chunk longer than the stages:
+    each k-tile's wgmmas are waited for before its stage is refilled)."""
     from book.launch.wgmma import DEFINES, tf32x3_wgmma
     from book.harness.check import TOLERANCE, random_inputs, relative_error
     M, N, K = shape
@@ -199,7 +201,7 @@ def test_steps_4_and_5_give_step_3s_bits(shape, splits, variant, scaled):
     if scaled:  # rows and columns of different magnitudes, so that each is scaled its own way
         a *= np.exp2(np.random.default_rng(3).integers(-40, 40, (M, 1))).astype(np.float32)
         b *= np.exp2(np.random.default_rng(4).integers(-40, 40, (1, N))).astype(np.float32)
-    base = DEFINES + (("SCALED", scaled),)
+    base = DEFINES + (("SCALED", scaled),) + tuple(d for d in variant if d[0] == "CHUNK")
     outs = []
     for defines in (base, base + variant):
         C = xp.full((splits * M, N), xp.nan, dtype=xp.float32)

@@ -22,7 +22,8 @@
 //   nearest): the cuts stay inside the chunk. SMALL_FIRST = 1 orders the chunk's wgmmas so that
 //   its small terms go first, while the sum is still small and its cuts tiny, and the big terms of
 //   all its k-tiles last: 4 cuts at full size per k-tile instead of 12. (The chunk's k-tiles are
-//   then all still in shared memory, since CHUNK <= STAGES - 1.) It is a few percent slower.
+//   then all still in shared memory, since CHUNK <= 2 and CHUNK <= STAGES - 1.) It is a few
+//   percent slower.
 // Any magnitude (book.sgemm's precision="tf32x3"; built with SCALED = 1): the split's small parts,
 //   and their products, would fall below float32's normal range for small inputs (A and B near
 //   1e-18 give products near 1e-36, their small terms near 1e-39: the tensor core drops them).
@@ -58,7 +59,9 @@
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
 static_assert(CHUNK >= 1, "at least one k-tile per float32 add");
-static_assert(!SMALL_FIRST || CHUNK <= STAGES - 1, "SMALL_FIRST: a chunk's k-tiles must all be in shared memory");
+static_assert(!SMALL_FIRST || (CHUNK <= 2 && CHUNK <= STAGES - 1),
+              "SMALL_FIRST: a chunk's k-tiles must all stay in shared memory to its end (a stage is "
+              "refilled one k-tile after its first wgmmas)");
 
 // The biased exponent field (0 .. 254) of |x| for a finite x; -1 for Inf and NaN.
 __device__ __forceinline__ int exponent_of(float x) {
@@ -322,6 +325,8 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
             wgmma_wait<0>();
             fence_registers(part);
             for (int i = 0; i < 64; ++i) acc[i] += part[i];  // float32 adds, rounded to nearest
+        } else {
+            wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done (with CHUNK <= 2 they already are)
         }
         __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
         if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
@@ -517,6 +522,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
         }
         wgmma_commit();
         if (last) add();
+        else wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done (with CHUNK <= 2 they already are)
         __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
         if (kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
         else commit();
