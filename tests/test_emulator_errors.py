@@ -223,12 +223,16 @@ def test_a_read_only_array_is_refused_before_the_launch():
 
 
 def test_no_file_is_left_in_dev_shm_after_launches_and_errors():
-    """The arena that carries a launch's arrays lives in /dev/shm; a process that launched
-    kernels, one of them failing, removes it when it ends."""
+    """The arena that carries a launch's arrays is a file in /dev/shm whose name is removed as
+    soon as it is made: the worker opens it through the parent's descriptor. So a process that
+    launched kernels, one of them failing, and is then killed (SIGKILL: no clean-up runs)
+    leaves nothing there; while it lives, its arena is already nameless ("(deleted)")."""
+    import os
+    import signal
     import subprocess
     import sys
-    from pathlib import Path
-    code = ("import numpy as np\n"
+    code = ("import sys, time\n"
+            "import numpy as np\n"
             "from book import load_kernel, LaunchError\n"
             "from book.launch import emulator\n"
             f"k = load_kernel({str(BUGS)!r}, 'divergent_barrier')\n"
@@ -236,10 +240,15 @@ def test_no_file_is_left_in_dev_shm_after_launches_and_errors():
             "    k(1, 32, (np.zeros(32, np.float32),))\n"
             "except LaunchError:\n"
             "    pass\n"
-            "print(emulator._worker.arena.path)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, env={**__import__("os").environ,
-                                                      "PYTHONPATH": str(ROOT)})
-    assert proc.returncode == 0, proc.stderr
-    path = Path(proc.stdout.strip().splitlines()[-1])
-    assert path.name.startswith("cuda-emu-") and not path.exists()
+            "print(emulator._worker.arena.key[0], flush=True)\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        opened = proc.stdout.readline().strip()
+        assert opened.startswith(f"/proc/{proc.pid}/fd/"), opened
+        target = os.readlink(opened)
+        assert "cuda-emu-" in target and target.endswith("(deleted)"), target
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)

@@ -317,19 +317,32 @@ def timeout_limit(timeout_s: float | None = None) -> float:
 
 class _Arena:
     """A file in shared memory holding a launch's arrays: the parent writes them in, the worker
-    maps each between guard regions, the parent copies the results out."""
+    maps each between guard regions, the parent copies the results out. Its name is removed at
+    once: the worker opens it through the parent's open descriptor (/proc/<pid>/fd/<fd>), so
+    nothing is left in /dev/shm however the process ends (killed included). ``key``: what the
+    worker opens, and a serial number (a later arena may get the same descriptor)."""
+    serial = 0
 
     def __init__(self, size: int):
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        fd, self.path = tempfile.mkstemp(prefix="cuda-emu-", dir=folder)
-        os.ftruncate(fd, size)
-        self.size, self.map = size, mmap.mmap(fd, size)
-        os.close(fd)
+        self.fd, path = tempfile.mkstemp(prefix="cuda-emu-", dir=folder)
+        proc = f"/proc/{os.getpid()}/fd/{self.fd}"
+        if os.path.exists(proc):
+            os.unlink(path)
+            path = proc
+        else:  # (no /proc: the name stays until close)
+            self.name = path
+        os.ftruncate(self.fd, size)
+        self.size, self.map = size, mmap.mmap(self.fd, size)
+        _Arena.serial += 1
+        self.key = (path, _Arena.serial)
 
     def close(self) -> None:
         self.map.close()
         with contextlib.suppress(OSError):
-            os.unlink(self.path)
+            os.close(self.fd)
+        with contextlib.suppress(OSError, AttributeError):
+            os.unlink(self.name)
 
 
 class _Worker:
@@ -381,7 +394,7 @@ class _Worker:
             if self.proc is None or self.proc.poll() is not None:
                 self.start()
             request = pickle.dumps((library, kernel, tuple(grid), tuple(block), shared_mem,
-                                    workers, self.arena.path, places))
+                                    workers, self.arena.key, places))
             os.write(self.send_fd, struct.pack("<Q", len(request)) + request)
             reply = self.wait(timeout_s)
             if reply is None:  # the worker died: its signal handler left a report
@@ -570,12 +583,12 @@ def serve(from_parent: int, to_parent: int) -> None:
         header = _read_exactly(from_parent, 8)
         if not header:
             return
-        library, kernel, grid, block, smem, workers, path, places = pickle.loads(
+        library, kernel, grid, block, smem, workers, key, places = pickle.loads(
             _read_exactly(from_parent, struct.unpack("<Q", header)[0]))
-        if path != arena:
+        if key != arena:  # a new arena: (what to open, its serial number)
             if fd >= 0:
                 os.close(fd)
-            fd, arena = os.open(path, os.O_RDWR), path
+            fd, arena = os.open(key[0], os.O_RDWR), key
             page0 = mmap.mmap(fd, PAGE)
         values, reserved, mapped = [], [], {}
         pointers = np.frombuffer(page0, np.uint64, len(places), POINTERS)
