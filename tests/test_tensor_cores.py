@@ -257,7 +257,8 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     """'Where the time goes': a row per GPU and shape, its times the recorded medians, the bound
     three cuBLAS TF32 GEMMs; and what the prose says of it holds in every GPU's file: the
     producer warpgroup gains nothing anywhere (within 10% either way), ping-pong is slower
-    everywhere, and every product gave the same bits as step 3's."""
+    everywhere, step 5 (A from registers) is slower everywhere and its call below step 3's, and
+    every product gave the same bits as step 3's."""
     from book import tensor_cores as tc
     from book.harness import results
     runs = results.load_every(tc.PARTS_FILE)
@@ -272,5 +273,7 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
         assert df.same_bits.dropna().astype(bool).all(), device
     assert (table["step 4, % of product"].between(90, 110)).all()
     assert (table["ping-pong, % of product"] > 100).all()
+    assert (table["step 5, % of product"] > 140).all()  # "146 to 167%"
+    assert (table["call with step 5, x SGEMM"] < table["call, x SGEMM"]).all()
     s = tc.parts_summary(runs)
     assert s["parts_call_x_4096_max"] < 2.5 <= s["parts_bound_x_4096_min"]  # the prose's reading
