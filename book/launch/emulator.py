@@ -327,11 +327,10 @@ class _Arena:
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.fd, path = tempfile.mkstemp(prefix="cuda-emu-", dir=folder)
         proc = f"/proc/{os.getpid()}/fd/{self.fd}"
-        if os.path.exists(proc):
+        self.name = None if os.path.exists(proc) else path  # (no /proc: the name stays until close)
+        if self.name is None:
             os.unlink(path)
             path = proc
-        else:  # (no /proc: the name stays until close)
-            self.name = path
         os.ftruncate(self.fd, size)
         self.size, self.map = size, mmap.mmap(self.fd, size)
         _Arena.serial += 1
@@ -341,8 +340,9 @@ class _Arena:
         self.map.close()
         with contextlib.suppress(OSError):
             os.close(self.fd)
-        with contextlib.suppress(OSError, AttributeError):
-            os.unlink(self.name)
+        if self.name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.name)
 
 
 class _Worker:
