@@ -122,10 +122,12 @@ def _split_top(text: str) -> list[str]:
 
 def _checked_shared(match: re.Match) -> str:
     """Each array of a static __shared__ declaration as cuda_emu.h's shared_array (its indices
-    checked; in check mode its accesses too); each scalar as a plain static thread_local. A form
+    checked; in check mode its accesses too); each scalar as a plain static thread_local,
+    volatile where it was declared so. A form
     it cannot read is left as it was (the __shared__ macro then makes it static thread_local)."""
     indent, rest = match.group("indent"), match.group("rest")
     rest = re.sub(r"__align__\s*\(\s*\d+\s*\)\s*", "", rest)
+    volatile = "volatile " if re.search(r"\bvolatile\b", match.group("quals") + rest) else ""
     rest = re.sub(r"\bvolatile\b\s*", "", rest).strip()
     pieces = _split_top(rest)
     head = re.match(r"^([A-Za-z_][\w ]*?)\s+(\w+\s*(?:\[[^\]\[]+\]\s*)*)$", pieces[0].strip())
@@ -139,8 +141,8 @@ def _checked_shared(match: re.Match) -> str:
             return match.group(0)
         name, dims = d.groups()
         sizes = re.findall(r"\[([^\]]+)\]", dims)
-        if not sizes:
-            out.append(f"static thread_local {ctype} {name};")
+        if not sizes:  # (a volatile scalar stays so: a loop that waits on it reads it each time)
+            out.append(f"static thread_local {volatile}{ctype} {name};")
             continue
         args = ", ".join(f"({x})" for x in sizes)
         declared = ctype + "".join(f"[{x.strip()}]" for x in sizes)
@@ -299,6 +301,10 @@ POINTERS = 256
 """Where in the arena's first page the worker writes the address it gave each array argument
 (0 for a scalar), then each argument's bytes; how many arguments, at ARGUMENTS."""
 ARGUMENTS = 240
+WAITING = struct.Struct("<Ii3I3I")
+"""cuda_emu.h's BarrierNote, at WAITING_AT: threads of a block waiting at a __syncthreads(), its
+line, the block, and the thread that ran last (where a launch was stopped by the time limit)."""
+WAITING_AT = 64
 SHARED_NAME = 4096 - 256
 """Where in the arena's first page the fault handler names the __shared__ array overrun (code -4:
 cuda_emu.h's kSharedNameAt)."""
@@ -423,6 +429,16 @@ class _Worker:
             self.stop()  # the next launch starts a fresh worker
             raise
 
+    def waiting(self) -> str:
+        """Where a stopped launch left threads waiting at a barrier (cuda_emu.h's BarrierNote)."""
+        count, line, *where = WAITING.unpack(self.arena.map[WAITING_AT:WAITING_AT + WAITING.size])
+        if not count:
+            return ""
+        return (". When it was stopped, {} thread{} of block ({}, {}, {}) waited at the "
+                "__syncthreads() on line {} while thread ({}, {}, {}) ran: if that thread waits for "
+                "them (a flag only they would set), the block can never finish, on a GPU "
+                "either".format(count, "s" * (count != 1), *where[:3], line, *where[3:]))
+
     def read(self, n: int, deadline: float, timeout_s: float) -> bytes | None:
         data = b""
         while len(data) < n:
@@ -434,7 +450,7 @@ class _Worker:
                     f"an endless loop, or more work than the emulator does in that time (it runs "
                     f"every thread on the CPU, millions of times slower than a GPU; a naive "
                     f"2048^3 matmul takes about half a minute). Raise the limit with "
-                    f"timeout_s= on the launch or BOOK_EMU_TIMEOUT_S=<seconds>")
+                    f"timeout_s= on the launch or BOOK_EMU_TIMEOUT_S=<seconds>" + self.waiting())
             if select.select([self.recv_fd], [], [], min(left, 0.2))[0]:
                 chunk = os.read(self.recv_fd, n - len(data))
                 if not chunk:

@@ -206,3 +206,18 @@ extern "C" __global__ void warp_reductions(const int* x, int* out) {
         out[6 * w + 3] = (int)ulow, out[6 * w + 4] = (int)all, out[6 * w + 5] = (int)any;
     }
 }
+
+// Half the block waits at a barrier, the other half spins on a flag that the first half sets
+// only after it: the block can never finish, on a GPU either.
+extern "C" __global__ void barrier_against_spin(int* out) {
+    __shared__ volatile int flag;
+    if (threadIdx.x == 0) flag = 0;
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        __syncthreads();
+        flag = 1;
+    } else {
+        while (flag == 0) {}
+    }
+    out[threadIdx.x] = flag;
+}

@@ -129,7 +129,19 @@ struct Worker {
     void* closure = nullptr;
     ErrorSink* errors = nullptr;
     bool failed = false;            // a fiber of this worker reported an error
+    unsigned at_barrier = 0;        // this block's threads waiting at __syncthreads() now
+    int barrier_line = 0;           // the line of the first of them
 };
+
+// What a launch stopped by the time limit leaves for the message (book/launch/emulator.py's
+// WAITING): written before each switch to a thread while others of its block wait at a
+// barrier -- how many, where, and the thread that runs (the one that never came back).
+struct BarrierNote {
+    unsigned waiting;
+    int line;
+    unsigned block[3], thread[3];
+};
+constexpr int kBarrierNoteAt = 64;  // in the fault page, after the FaultReport
 
 inline thread_local Worker* worker = nullptr;
 inline thread_local uint3 thread_idx{0, 0, 0};
@@ -280,6 +292,7 @@ inline void syncthreads(int line) {
     Fiber* f = w->current;
     f->state = AT_BARRIER;
     f->line = line;
+    if (w->at_barrier++ == 0) w->barrier_line = line;
     swapcontext(&f->ctx, &w->scheduler);
 }
 
@@ -635,11 +648,16 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             // Each pass runs every ready fiber until it blocks (a barrier, a warp operation) or
             // ends; then complete warp operations release their lanes, else the block barrier
             // releases every live fiber, else nothing can move: an error says why.
+            w.at_barrier = 0;
             for (unsigned live = n_threads; live > 0 && !w.failed;) {
                 for (Fiber& f : fibers) {
                     if (f.state != READY) continue;
                     thread_idx = f.tid;
                     w.current = &f;
+                    if (fault_report && w.at_barrier)  // (in case this thread never comes back)
+                        *reinterpret_cast<BarrierNote*>(reinterpret_cast<char*>(fault_report) + kBarrierNoteAt) =
+                            {w.at_barrier, w.barrier_line, {block_idx.x, block_idx.y, block_idx.z},
+                             {f.tid.x, f.tid.y, f.tid.z}};
                     swapcontext(&w.scheduler, &f.ctx);
                     if (w.failed) break;
                     if (f.state == DONE) --live;
@@ -654,6 +672,9 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 if (!check_barrier(fibers)) break;
                 for (Fiber& f : fibers)
                     if (f.state == AT_BARRIER) f.state = READY;
+                w.at_barrier = 0;
+                if (fault_report)  // the barrier is passed: no note left for a later stop
+                    reinterpret_cast<BarrierNote*>(reinterpret_cast<char*>(fault_report) + kBarrierNoteAt)->waiting = 0;
                 ++block_epoch;
             }
             if (!w.failed) check_before_shared(dynamic.map, before_smem);
