@@ -275,15 +275,18 @@ def test_warp_reductions_over_a_full_and_a_partial_mask():
 
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="on a GPU the block hangs")
-def test_a_barrier_that_spinning_threads_never_reach_is_named_at_the_time_limit():
+@pytest.mark.parametrize("name", ["barrier_against_spin", "barrier_against_spin_array"])
+def test_a_barrier_that_spinning_threads_never_reach_is_named_at_the_time_limit(name):
     """Half a block at __syncthreads() while the other half spins on a flag the first half sets
-    after it: stopped by the time limit, whose message says who waited where and who ran."""
+    after it (a volatile __shared__ scalar, or an element of a volatile __shared__ array: both
+    stay volatile, so the loop is not optimized away): stopped by the time limit, whose message
+    says who waited where and who ran."""
     out = np.zeros(32, np.int32)
     with pytest.raises(LaunchError, match=r"the launch ran for 1 s, the emulator's limit.*When it "
                                           r"was stopped, 16 threads of block \(0, 0, 0\) waited at "
                                           r"the __syncthreads\(\) on line \d+ while thread "
                                           r"\(16, 0, 0\) ran"):
-        load_kernel(LEARNER, "barrier_against_spin")((1,), (32,), (out,), timeout_s=1)
+        load_kernel(LEARNER, name)((1,), (32,), (out,), timeout_s=1)
     still = np.zeros(4, np.float32)  # and the next launch runs
     load_kernel(LEARNER, "dynamic_shared")((1,), (4,), (still, np.int32(3)), shared_mem=64)
     assert (still == 1).all()

@@ -122,8 +122,8 @@ def _split_top(text: str) -> list[str]:
 
 def _checked_shared(match: re.Match) -> str:
     """Each array of a static __shared__ declaration as cuda_emu.h's shared_array (its indices
-    checked; in check mode its accesses too); each scalar as a plain static thread_local,
-    volatile where it was declared so. A form
+    checked; in check mode its accesses too); each scalar as a plain static thread_local; both
+    volatile where declared so (a loop that waits on one reads it each time). A form
     it cannot read is left as it was (the __shared__ macro then makes it static thread_local)."""
     indent, rest = match.group("indent"), match.group("rest")
     rest = re.sub(r"__align__\s*\(\s*\d+\s*\)\s*", "", rest)
@@ -141,12 +141,12 @@ def _checked_shared(match: re.Match) -> str:
             return match.group(0)
         name, dims = d.groups()
         sizes = re.findall(r"\[([^\]]+)\]", dims)
-        if not sizes:  # (a volatile scalar stays so: a loop that waits on it reads it each time)
+        if not sizes:
             out.append(f"static thread_local {volatile}{ctype} {name};")
             continue
         args = ", ".join(f"({x})" for x in sizes)
         declared = ctype + "".join(f"[{x.strip()}]" for x in sizes)
-        out.append(f'static thread_local ::cuda_emu::shared_array<{ctype}, {args}> {name}'
+        out.append(f'static thread_local ::cuda_emu::shared_array<{volatile}{ctype}, {args}> {name}'
                    f'{{"{name}", "{declared}"}};')
     return indent + " ".join(out)
 

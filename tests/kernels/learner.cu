@@ -221,3 +221,17 @@ extern "C" __global__ void barrier_against_spin(int* out) {
     }
     out[threadIdx.x] = flag;
 }
+
+// The same with the flag in a volatile __shared__ array.
+extern "C" __global__ void barrier_against_spin_array(int* out) {
+    volatile __shared__ int flags[4];
+    if (threadIdx.x == 0) flags[2] = 0;
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        __syncthreads();
+        flags[2] = 1;
+    } else {
+        while (flags[2] == 0) {}
+    }
+    out[threadIdx.x] = flags[2];
+}
