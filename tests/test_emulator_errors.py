@@ -252,3 +252,25 @@ def test_no_file_is_left_in_dev_shm_after_launches_and_errors():
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
+
+
+def test_a_worker_that_may_not_open_proc_gets_a_named_arena(monkeypatch):
+    """Where the worker may not open the parent's /proc/<pid>/fd/<fd> (some sandboxes), it says
+    so, and the parent goes on with arenas that keep their name in /dev/shm until closed."""
+    import os
+    from book.launch import emulator
+    emulator._worker.close()  # the next launch makes a new arena
+    real_exists = os.path.exists
+    monkeypatch.setattr(emulator.os, "getpid", lambda: 2 ** 22 + 7)  # a process that is not there
+    monkeypatch.setattr(emulator.os.path, "exists",
+                        lambda p: True if str(p).startswith("/proc/") else real_exists(p))
+    try:
+        x = np.arange(8, dtype=np.float32)
+        out = np.zeros(8, np.float32)
+        load_kernel(ROOT / "tests" / "kernels" / "learner.cu", "tiny_product")((1,), (8,), (x, x, out))
+        assert (out == x * x).all()
+        assert emulator._Arena.named and emulator._worker.arena.name is not None
+    finally:
+        monkeypatch.undo()
+        emulator._worker.close()  # its named file removed
+        emulator._Arena.named = False

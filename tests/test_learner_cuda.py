@@ -290,3 +290,23 @@ def test_a_barrier_that_spinning_threads_never_reach_is_named_at_the_time_limit(
     still = np.zeros(4, np.float32)  # and the next launch runs
     load_kernel(LEARNER, "dynamic_shared")((1,), (4,), (still, np.int32(3)), shared_mem=64)
     assert (still == 1).all()
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="on a GPU the block hangs")
+def test_the_stuck_block_is_named_while_others_run_on_several_workers(monkeypatch):
+    """Block 0 deadlocks while block 1, on another worker thread, runs through barriers: the
+    message names block 0 (the worker that stopped switching), not the busy one."""
+    monkeypatch.setenv("BOOK_CPU_THREADS", "2")
+    out = np.zeros(64, np.int32)
+    with pytest.raises(LaunchError, match=r"When it was stopped, 16 threads of block \(0, 0, 0\) "
+                                          r"waited at the __syncthreads\(\) on line \d+ while "
+                                          r"thread \(16, 0, 0\) ran and did not come back"):
+        load_kernel(LEARNER, "one_block_hangs_one_runs")((2,), (32,), (out,), timeout_s=2)
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's time limit")
+def test_a_slow_kernel_with_barriers_is_not_called_a_deadlock():
+    out = np.zeros(64, np.float32)
+    with pytest.raises(LaunchError, match=r"the launch ran for 1 s, the emulator's limit") as e:
+        load_kernel(LEARNER, "slow_with_barriers")((1,), (64,), (out,), timeout_s=1)
+    assert "When it was stopped" not in str(e.value)

@@ -301,10 +301,13 @@ POINTERS = 256
 """Where in the arena's first page the worker writes the address it gave each array argument
 (0 for a scalar), then each argument's bytes; how many arguments, at ARGUMENTS."""
 ARGUMENTS = 240
-WAITING = struct.Struct("<Ii3I3I")
-"""cuda_emu.h's BarrierNote, at WAITING_AT: threads of a block waiting at a __syncthreads(), its
-line, the block, and the thread that ran last (where a launch was stopped by the time limit)."""
-WAITING_AT = 64
+WAITING = struct.Struct("<Ii3I3IQ")
+"""cuda_emu.h's BarrierNote, one per worker thread from WAITING_AT (WAITING_NOTES of them):
+threads of a block waiting at a __syncthreads(), its line, the block, the thread that ran last,
+and the worker's count of switches to a thread (for a launch stopped by the time limit)."""
+WAITING_AT, WAITING_NOTES = 2048, 32
+UNREACHABLE = "the worker could not open the arena through /proc"
+"""The worker's reply where it may not open /proc/<pid>/fd/<fd> (the parent then keeps names)."""
 SHARED_NAME = 4096 - 256
 """Where in the arena's first page the fault handler names the __shared__ array overrun (code -4:
 cuda_emu.h's kSharedNameAt)."""
@@ -328,12 +331,13 @@ class _Arena:
     nothing is left in /dev/shm however the process ends (killed included). ``key``: what the
     worker opens, and a serial number (a later arena may get the same descriptor)."""
     serial = 0
+    named = False  # set where the worker cannot open /proc/<pid>/fd: names stay until close
 
     def __init__(self, size: int):
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.fd, path = tempfile.mkstemp(prefix="cuda-emu-", dir=folder)
         proc = f"/proc/{os.getpid()}/fd/{self.fd}"
-        self.name = None if os.path.exists(proc) else path  # (no /proc: the name stays until close)
+        self.name = path if _Arena.named or not os.path.exists(proc) else None
         if self.name is None:
             os.unlink(path)
             path = proc
@@ -356,7 +360,7 @@ class _Worker:
 
     def __init__(self):
         self.proc, self.arena = None, None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # (re-entered once: see UNREACHABLE)
         atexit.register(self.close)
 
     def close(self) -> None:
@@ -388,6 +392,9 @@ class _Worker:
     def launch(self, library, kernel, grid, block, args, params, shared_mem, workers, timeout_s):
         with self.lock:
             places, copies, size = _layout(args, params)
+            if POINTERS + 16 * len(places) > WAITING_AT:
+                raise KernelFault(f"{len(places)} arguments: the emulator takes at most "
+                                  f"{(WAITING_AT - POINTERS) // 16}")
             if self.arena is None or self.arena.size < size:
                 if self.arena is not None:
                     self.arena.close()
@@ -403,6 +410,12 @@ class _Worker:
                                     workers, self.arena.key, places))
             os.write(self.send_fd, struct.pack("<Q", len(request)) + request)
             reply = self.wait(timeout_s)
+            if reply == UNREACHABLE and not _Arena.named:  # once: a named arena from now on
+                _Arena.named = True
+                self.arena.close()
+                self.arena = None
+                return self.launch(library, kernel, grid, block, args, params, shared_mem,
+                                   workers, timeout_s)
             if reply is None:  # the worker died: its signal handler left a report
                 self.proc.wait()
                 message = _explain_crash(view, places, params, self.proc.returncode, shared_mem)
@@ -430,27 +443,36 @@ class _Worker:
             raise
 
     def waiting(self) -> str:
-        """Where a stopped launch left threads waiting at a barrier (cuda_emu.h's BarrierNote)."""
-        count, line, *where = WAITING.unpack(self.arena.map[WAITING_AT:WAITING_AT + WAITING.size])
-        if not count:
-            return ""
-        return (". When it was stopped, {} thread{} of block ({}, {}, {}) waited at the "
-                "__syncthreads() on line {} while thread ({}, {}, {}) ran: if that thread waits for "
-                "them (a flag only they would set), the block can never finish, on a GPU "
-                "either".format(count, "s" * (count != 1), *where[:3], line, *where[3:]))
+        """Before the worker is stopped: a block whose threads wait at a barrier while one of its
+        threads runs and does not come back (its worker's switch count still after 0.25 s), as
+        cuda_emu.h's BarrierNote has it; "" where none (a kernel that is only slow)."""
+        def notes():
+            return [WAITING.unpack_from(self.arena.map, WAITING_AT + i * WAITING.size)
+                    for i in range(WAITING_NOTES)]
+        before = notes()
+        time.sleep(0.25)
+        for (count, line, *where, switches), then in zip(notes(), before):
+            if count and switches == then[-1]:
+                return (". When it was stopped, {} thread{} of block ({}, {}, {}) waited at the "
+                        "__syncthreads() on line {} while thread ({}, {}, {}) ran and did not come "
+                        "back: if that thread waits for them (a flag only they would set), the "
+                        "block can never finish, on a GPU either".format(
+                            count, "s" * (count != 1), *where[:3], line, *where[3:6]))
+        return ""
 
     def read(self, n: int, deadline: float, timeout_s: float) -> bytes | None:
         data = b""
         while len(data) < n:
             left = deadline - time.monotonic()
             if left <= 0:
+                stuck = self.waiting()
                 self.stop()
                 raise KernelFault(
                     f"the launch ran for {timeout_s:g} s, the emulator's limit, and was stopped: "
                     f"an endless loop, or more work than the emulator does in that time (it runs "
                     f"every thread on the CPU, millions of times slower than a GPU; a naive "
                     f"2048^3 matmul takes about half a minute). Raise the limit with "
-                    f"timeout_s= on the launch or BOOK_EMU_TIMEOUT_S=<seconds>" + self.waiting())
+                    f"timeout_s= on the launch or BOOK_EMU_TIMEOUT_S=<seconds>" + stuck)
             if select.select([self.recv_fd], [], [], min(left, 0.2))[0]:
                 chunk = os.read(self.recv_fd, n - len(data))
                 if not chunk:
@@ -604,8 +626,14 @@ def serve(from_parent: int, to_parent: int) -> None:
         if key != arena:  # a new arena: (what to open, its serial number)
             if fd >= 0:
                 os.close(fd)
-            fd, arena = os.open(key[0], os.O_RDWR), key
-            page0 = mmap.mmap(fd, PAGE)
+                fd, arena = -1, None
+            try:
+                fd = os.open(key[0], os.O_RDWR)
+            except OSError:  # (/proc/<pid>/fd not open to this process: the parent names it)
+                reply = pickle.dumps(UNREACHABLE)
+                os.write(to_parent, struct.pack("<Q", len(reply)) + reply)
+                continue
+            arena, page0 = key, mmap.mmap(fd, PAGE)
         values, reserved, mapped = [], [], {}
         pointers = np.frombuffer(page0, np.uint64, len(places), POINTERS)
         sizes = np.frombuffer(page0, np.uint64, len(places), POINTERS + 8 * len(places))

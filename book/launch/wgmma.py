@@ -42,6 +42,9 @@ def _kernels(defines: tuple = DEFINES):
     matmul_tf32x3_ws (a producer warpgroup: 384 threads), with AREG = 1 matmul_tf32x3_areg (A
     split in registers: pack_split packs B alone), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
     d = dict(defines)
+    if d.get("AREG") and d.get("PRODUCER"):
+        raise LaunchError("10_wgmma.cu: AREG = 1 (step 5) and PRODUCER = 1 (step 4) are two "
+                          "product kernels; choose one")
     pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS,
                              defines={k: 1 for k in ("SCALED", "AREG") if d.get(k)})
     name, threads = ("matmul_tf32x3_ws", 384) if d.get("PRODUCER") else \

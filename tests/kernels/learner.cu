@@ -235,3 +235,34 @@ extern "C" __global__ void barrier_against_spin_array(int* out) {
     }
     out[threadIdx.x] = flags[2];
 }
+
+// Block 0 deadlocks as barrier_against_spin; block 1 only runs long, through barriers.
+extern "C" __global__ void one_block_hangs_one_runs(int* out) {
+    __shared__ volatile int flag;
+    if (threadIdx.x == 0) flag = 0;
+    __syncthreads();
+    if (blockIdx.x == 0) {
+        if (threadIdx.x < 16) {
+            __syncthreads();
+            flag = 1;
+        } else {
+            while (flag == 0) {}
+        }
+    } else {
+        for (int i = 0; i < 100000000; ++i) __syncthreads();
+    }
+    out[blockIdx.x * 32 + threadIdx.x] = flag;
+}
+
+// Slow, not stuck: a long loop of barriers (stopped by a short time limit).
+extern "C" __global__ void slow_with_barriers(float* out) {
+    __shared__ float s[64];
+    float acc = 0.0f;
+    for (int i = 0; i < 100000000; ++i) {
+        s[threadIdx.x] = acc;
+        __syncthreads();
+        acc += s[(threadIdx.x + 1) % 64] * 0.5f + 1.0f;
+        __syncthreads();
+    }
+    out[threadIdx.x] = acc;
+}

@@ -134,14 +134,18 @@ struct Worker {
 };
 
 // What a launch stopped by the time limit leaves for the message (book/launch/emulator.py's
-// WAITING): written before each switch to a thread while others of its block wait at a
-// barrier -- how many, where, and the thread that runs (the one that never came back).
+// WAITING), one note per worker thread: `switches` counts the worker's switches to a thread, and
+// before each, while threads of its block wait at a barrier, the note says how many, where, and
+// which thread runs. The parent reads the notes twice before it stops the worker: a worker
+// whose count did not move is inside a thread that never came back.
 struct BarrierNote {
     unsigned waiting;
     int line;
     unsigned block[3], thread[3];
+    unsigned long long switches;
 };
-constexpr int kBarrierNoteAt = 64;  // in the fault page, after the FaultReport
+static_assert(sizeof(BarrierNote) == 40, "book/launch/emulator.py reads this layout");
+constexpr int kBarrierNotesAt = 2048, kBarrierNotes = 32;  // in the fault page
 
 inline thread_local Worker* worker = nullptr;
 inline thread_local uint3 thread_idx{0, 0, 0};
@@ -597,8 +601,13 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
     const unsigned n_threads = block.x * block.y * block.z;
     std::atomic<std::size_t> next{0};
 
+    std::atomic<int> workers_started{0};
     auto work = [&] {
         Worker w;
+        const int slot = workers_started.fetch_add(1);
+        BarrierNote* note = fault_report && slot < kBarrierNotes
+            ? reinterpret_cast<BarrierNote*>(reinterpret_cast<char*>(fault_report) + kBarrierNotesAt) + slot
+            : nullptr;
         w.body = body;
         w.closure = closure;
         w.errors = errors;
@@ -649,15 +658,20 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             // ends; then complete warp operations release their lanes, else the block barrier
             // releases every live fiber, else nothing can move: an error says why.
             w.at_barrier = 0;
+            if (note) note->waiting = 0;
             for (unsigned live = n_threads; live > 0 && !w.failed;) {
                 for (Fiber& f : fibers) {
                     if (f.state != READY) continue;
                     thread_idx = f.tid;
                     w.current = &f;
-                    if (fault_report && w.at_barrier)  // (in case this thread never comes back)
-                        *reinterpret_cast<BarrierNote*>(reinterpret_cast<char*>(fault_report) + kBarrierNoteAt) =
-                            {w.at_barrier, w.barrier_line, {block_idx.x, block_idx.y, block_idx.z},
-                             {f.tid.x, f.tid.y, f.tid.z}};
+                    if (note) {  // (in case this thread never comes back)
+                        ++note->switches;
+                        if (w.at_barrier)
+                            note->waiting = w.at_barrier, note->line = w.barrier_line,
+                            note->block[0] = block_idx.x, note->block[1] = block_idx.y,
+                            note->block[2] = block_idx.z, note->thread[0] = f.tid.x,
+                            note->thread[1] = f.tid.y, note->thread[2] = f.tid.z;
+                    }
                     swapcontext(&w.scheduler, &f.ctx);
                     if (w.failed) break;
                     if (f.state == DONE) --live;
@@ -673,8 +687,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 for (Fiber& f : fibers)
                     if (f.state == AT_BARRIER) f.state = READY;
                 w.at_barrier = 0;
-                if (fault_report)  // the barrier is passed: no note left for a later stop
-                    reinterpret_cast<BarrierNote*>(reinterpret_cast<char*>(fault_report) + kBarrierNoteAt)->waiting = 0;
+                if (note) note->waiting = 0;  // the barrier is passed
                 ++block_epoch;
             }
             if (!w.failed) check_before_shared(dynamic.map, before_smem);
