@@ -617,9 +617,16 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             errors->report("cannot map the fiber stacks of a block");
             return;
         }
-        // Dynamic shared memory ends where an inaccessible page begins, so that an index past
-        // the bytes the launch gave (shared_mem=; none given: 0) faults, and is reported as such.
+        // Dynamic shared memory ends where an inaccessible region begins (and one comes before
+        // it), so that an index past the bytes the launch gave (shared_mem=; none given: 0), or
+        // before them, faults, and is reported as such.
         const GuardedBytes dynamic(smem_bytes);  // unmapped when the worker thread is done
+        if (!dynamic.map) {
+            errors->report("cannot map the block's dynamic shared memory (mmap failed: an "
+                           "address-space limit such as ulimit -v?)");
+            give_stacks(stacks, stack_capacity);
+            return;
+        }
         auto* smem = dynamic.data();
         const std::size_t before_smem = dynamic.map ? dynamic.pages - dynamic.size : 0;
         if (before_smem) std::memset(dynamic.map, 0xFF, before_smem);
