@@ -564,22 +564,15 @@ def _explain_crash(view, places, params, status: int, shared_mem: int = 0) -> st
         return f"the emulator's worker process died (exit status {status})"
     who = "block ({}, {}, {}), thread ({}, {}, {}): ".format(*where) if in_kernel else ""
     verb = {1: "wrote", 0: "read"}.get(write, "accessed")
-    if code == -3:
-        return (f"{who}{verb} past the end of the dynamic shared memory (extern __shared__): "
-                f"the launch gave {shared_mem} bytes (shared_mem= of the launch"
+    side = "past the end" if code in (-3, -4) else "before the start"
+    if code in (-3, -5):  # the dynamic shared memory's guards
+        return (f"{who}{verb} {side} of the dynamic shared memory (extern __shared__)"
+                + (": the launch gave" if code == -3 else ", of which the launch gave")
+                + f" {shared_mem} bytes (shared_mem= of the launch"
                 + (", which was not given" if not shared_mem else "") + ")")
-    if code == -5:
-        return (f"{who}{verb} before the start of the dynamic shared memory (extern __shared__), "
-                f"of which the launch gave {shared_mem} bytes (shared_mem= of the launch"
-                + (", which was not given" if not shared_mem else "") + ")")
-    if code == -6:
+    if code in (-4, -6):  # a static __shared__ array's guards
         declared = bytes(view[SHARED_NAME:SHARED_NAME + 256]).split(b"\0")[0].decode(errors="replace")
-        return (f"{who}{verb} before the start of the __shared__ array {declared}, through a "
-                f"pointer taken from it (&s[i], a cast such as reinterpret_cast<float4*>, or a row "
-                f"passed to a function); indexes s[i][j] are checked and name the index")
-    if code == -4:
-        declared = bytes(view[SHARED_NAME:SHARED_NAME + 256]).split(b"\0")[0].decode(errors="replace")
-        return (f"{who}{verb} past the end of the __shared__ array {declared}, through a pointer "
+        return (f"{who}{verb} {side} of the __shared__ array {declared}, through a pointer "
                 f"taken from it (&s[i], a cast such as reinterpret_cast<float4*>, or a row passed "
                 f"to a function); indexes s[i][j] are checked and name the index")
     if code == -2:
