@@ -8,7 +8,9 @@ from book import gemm as S
 from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
 from book.harness.measure import check_kernels
 
-ODD = [(1, 1, 1), (33, 17, 65), (65, 64, 63), (7, 300, 600), (130, 70, 33)]
+ODD = [(1, 1, 1), (33, 17, 65), (65, 64, 63), (7, 300, 600), (130, 70, 33), (150, 269, 37)]
+"""Odd sizes; the last two have B's rows 8-byte aligned (N = 70) and 4-byte aligned only (N = 269),
+with edge tiles moved back to an edge that is not a multiple of 4 (tiles of up to 128 x 256)."""
 
 
 @pytest.mark.parametrize("config", list(S.CONFIGS))
@@ -302,11 +304,15 @@ def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkey
     from book.harness import measure
     monkeypatch.setattr(S, "_learned_path", lambda: tmp_path / "learned.csv")
     monkeypatch.setattr(S, "_LEARNED", {})
-    monkeypatch.setattr(S, "build_ahead", lambda plans: 0)
+    monkeypatch.setattr(S, "build_all", lambda builds: 0)
     shape = (300, 200, 100)
-    top = S.ranked(*shape)[:S.FIRST_CALL_SMALL]
-    assert S.model_seconds(top[0], *shape) < S.SMALL_S and S.first_call_plans(*shape) == top
-    assert len(S.first_call_plans(4096, 4096, 4096)) == S.FIRST_CALL  # (seconds per timing there)
+    order = S.ranked(*shape)
+    top = order[:S.FIRST_CALL_SMALL]
+    streamk = [p for p in order if getattr(p, "streamk", False)][:S.FIRST_STREAMK]
+    assert S.model_seconds(top[0], *shape) < S.SMALL_S
+    assert S.first_call_plans(*shape) == top + [p for p in streamk if p not in top]
+    big = S.first_call_plans(4096, 4096, 4096)  # (seconds per timing there)
+    assert len(big) <= S.FIRST_CALL + S.FIRST_STREAMK and any(p.streamk for p in big)
     ran = []
     monkeypatch.setattr(measure, "held_event_seconds",
                         lambda fn, repeats=1: [1.0 if ran[-1] != top[2] else 0.5] * repeats)
@@ -435,3 +441,16 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         book = df[df.library == "book.sgemm"]
         slow = {(r.M, r.N, r.K) for r in book[book.pct_of_cublas < 90].itertuples()}
         assert slow <= {(5, 1, 2175), (128, 2039, 1945), (2673, 16, 3387)}, device
+
+
+def test_a_plan_takes_the_build_for_its_rows_alignment():
+    """Rows of B on 16, 8 or 4 bytes: ROW_ALIGN 4 (the default build), 2 or 1; a transposed A
+    counts too; the builds a shape needs name the same."""
+    B = xp.zeros((8, 12), dtype=xp.float32)
+    assert S._row_align("nn", B, B, 12, 12) == 4
+    assert S._row_align("nn", B, B, 12, 10) == 2
+    assert S._row_align("nn", B, B[:, 1:], 12, 12) == 1
+    assert S._row_align("tn", B, B, 10, 12) == 2
+    assert S._row_align("nt", B, B, 12, 7) == 4  # a transposed B is read along k: no pieces
+    defines = lambda n: {d.get("ROW_ALIGN", 4) for _, d, _ in S.builds_for([S.Plan("64x64")], 8, n)}
+    assert [defines(n) for n in (8, 6, 7)] == [{4}, {2}, {1}]

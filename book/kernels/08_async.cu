@@ -37,12 +37,38 @@
 #ifndef MOVE_EDGES
 #define MOVE_EDGES 1  // 0: edge tiles stay in place and check every copy (chapter 9 times both)
 #endif
+#ifndef ROW_ALIGN
+#define ROW_ALIGN 4  // 2 or 1: chapter 9's builds for rows that start on 8 or 4 bytes (tile_spot)
+#endif
+static_assert(ROW_ALIGN == 4 || ROW_ALIGN == 2 || ROW_ALIGN == 1, "ROW_ALIGN: 4, 2 or 1 floats");
 #define STAGES_BYTES (STAGES * BK * (BM + PAD + BN + PADB) * 4)  // dynamic shared memory
 #define A_COPIES (BM * BK / THREADS)      // floats of A each thread copies per tile (A as is)
 #define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte pieces of B (B as is)
 #define A_STEP (THREADS / BK)              // rows between a thread's floats of A
 #define B_STEP (THREADS / (BN / 4))        // rows between its pieces of B
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
+
+// An inner tile of an operand whose rows run along m or n (B as is, A transposed; see below), in
+// the builds for rows on 8 or 4 bytes (ROW_ALIGN 2 or 1): unchecked copies of ROW_ALIGN floats,
+// a warp's side by side along a row, so that each copy instruction reads whole 128-byte lines.
+// (Four 4-byte copies of each thread's 16-byte piece, 16 bytes apart across the warp, read every
+// line four times: on an H100 that ran slower than the checked copies at 2758 x 619 x 222.)
+template <int W, int P>
+__device__ __forceinline__ void copy_rows(float (*S)[W + P], const float* __restrict__ src,
+                                          int ld, int c0, int k0) {
+    constexpr int PER_ROW = W / ROW_ALIGN, STEP = THREADS / PER_ROW;
+    constexpr int COPIES = BK * PER_ROW / THREADS;
+    static_assert(THREADS % PER_ROW == 0 && (BK * PER_ROW) % THREADS == 0, "whole rows per step");
+    const int r = threadIdx.x / PER_ROW, c = ROW_ALIGN * (threadIdx.x % PER_ROW);
+    const float* p = src + (long long)(k0 + r) * ld + c0 + c;
+#pragma unroll
+    for (int l = 0; l < COPIES; ++l) {
+        float* dst = &S[r + l * STEP][c];
+        const float* q = p + (long long)l * STEP * ld;
+        if (ROW_ALIGN == 2) copy8_aligned(dst, q);
+        else copy4(dst, q, true);
+    }
+}
 
 // The copies of one operand's tile into its k-major shared tile S[BK][W + P] (W = BM for A,
 // BN for B), for k from k0. Every thread copies the same places of every tile.
@@ -68,9 +94,9 @@ __device__ __forceinline__ void copy_across(float (*S)[W + P], const float* __re
         copy4(&S[c][r + l * STEP], inside ? src + (long long)row * ld + k : src, inside);
     }
 }
-// Along: the operand's rows run along m or n (B as is, A transposed): element (k, c) of the tile
-//   is src[(k0 + k) * ld + c0 + c], in 16-byte pieces where the rows start on 16 bytes
-//   (`aligned`), else (checked copies only) one float at a time. `cols`: M or N.
+// Along: the operand's rows run along m or n (B as is, A transposed): element (k, c) of the tile is
+//   src[(k0 + k) * ld + c0 + c], in 16-byte pieces where the rows start on 16 bytes
+//   (`aligned`), else (checked copies, and inner ones in copy_rows) in smaller ones. `cols`: M or N.
 template <int W, int P>
 __device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __restrict__ src,
                                            int ld, int cols, int c0, int k0, int K, bool inner,
@@ -78,6 +104,10 @@ __device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __res
     static_assert((BK * W / 4) % THREADS == 0 && THREADS % (W / 4) == 0, "whole pieces per thread");
     constexpr int STEP = THREADS / (W / 4), COPIES = BK * W / 4 / THREADS;
     const int r = threadIdx.x / (W / 4), c = 4 * (threadIdx.x % (W / 4));
+    if (inner && k0 + BK <= K && ROW_ALIGN < 4) {
+        copy_rows<W, P>(S, src, ld, c0, k0);
+        return;
+    }
     if (inner && k0 + BK <= K) {
         const float* p = src + (long long)(k0 + r) * ld + c0 + c;
 #pragma unroll
@@ -112,21 +142,26 @@ __device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __res
 // (row_from, col_from). Otherwise (small or unaligned matrices) the tiles stay put and every copy
 // is checked. With B transposed the last column of tiles stays put (B's rows past N are not
 // there to read), and its copies are checked.
+// Chapter 9's builds for rows that start on 8 or 4 bytes (ROW_ALIGN 2 or 1 floats) do the same
+// for such rows, with unchecked copies of 8 or 4 bytes, moving tiles back to an edge rounded up
+// to ROW_ALIGN: not a multiple of 4, so store_own may store a piece of 4 only in part.
 struct TileSpot {
     int m0, n0;              // the corner of the tile the block computes
     int row_from, col_from;  // the first row and column it stores
     bool inner;              // its copies need no bounds check (but k's in the last tile of K)
     bool a16, b16;           // A's and B's rows start on 16-byte boundaries
 };
-__device__ __forceinline__ bool rows_on_16(const float* X, int ld) {
-    return (ld & 3) == 0 && (reinterpret_cast<unsigned long long>(X) & 15) == 0;
+__device__ __forceinline__ bool rows_on(const float* X, int ld, int floats) {
+    return (ld & (floats - 1)) == 0 && (reinterpret_cast<unsigned long long>(X) & (4 * floats - 1)) == 0;
 }
 __device__ __forceinline__ TileSpot tile_spot(int tile_row, int tile_col, const float* A,
                                               const float* B, int M, int N, int lda, int ldb) {
     const int m = tile_row * BM, n = tile_col * BN;
-    const bool a16 = rows_on_16(A, lda), b16 = rows_on_16(B, ldb);
-    const bool pieces_ok = (!TRANS_A || a16) && (TRANS_B || b16);  // the 16-byte copies may run
-    const int tall = TRANS_A ? (M + 3) & ~3 : M, wide = TRANS_B ? N : (N + 3) & ~3;
+    const bool a16 = rows_on(A, lda, 4), b16 = rows_on(B, ldb, 4);
+    const bool pieces_ok = (!TRANS_A || rows_on(A, lda, ROW_ALIGN)) &&  // the unchecked copies
+                           (TRANS_B || rows_on(B, ldb, ROW_ALIGN));     // may run
+    constexpr int R = ROW_ALIGN - 1;
+    const int tall = TRANS_A ? (M + R) & ~R : M, wide = TRANS_B ? N : (N + R) & ~R;
     if (!MOVE_EDGES) return {m, n, m, n, pieces_ok && m + BM <= M && n + BN <= N, a16, b16};
     const bool inner = pieces_ok && tall >= BM && (TRANS_B ? n + BN <= N : wide >= BN);
     return {inner ? min(m, tall - BM) : m, inner && !TRANS_B ? min(n, wide - BN) : n, m, n, inner,
@@ -178,8 +213,13 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
             for (int l = 0; l < A_COPIES; ++l)
                 copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * lda, true);
 #pragma unroll
-            for (int l = 0; l < B_COPIES; ++l)
-                copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * ldb);
+            if (ROW_ALIGN == 4) {
+#pragma unroll
+                for (int l = 0; l < B_COPIES; ++l)
+                    copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * ldb);
+            } else {
+                copy_rows<BN, PADB>(Bs[s], B, ldb, n0, k0);
+            }
             return;
         }
 #pragma unroll
@@ -232,6 +272,16 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
     }
 }
 
+// The block's tile into C (rows ldc floats apart), its own rows and columns only (see tile_spot).
+__device__ __forceinline__ void store_own(float* __restrict__ C, int M, int N, int ldc,
+                                          const float (&acc)[WMITER * TM][WNITER * TN],
+                                          WarpPlace place, TileSpot at) {
+    if (ROW_ALIGN < 4 && (at.col_from - at.n0) & 3)  // moved back to an edge off multiples of 4
+        warp_tile_store<true>(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+    else
+        warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+}
+
 // The kernel's body: the block's tile of C = A B, the tile in tile row tile_row and column
 // tile_col (blockIdx.y and blockIdx.x here), where the rows of A, B and C are lda, ldb, ldc
 // floats apart. matmul_async (this chapter) calls it for contiguous matrices, lda = K and
@@ -245,7 +295,7 @@ __device__ __forceinline__ void async_tiles(const float* __restrict__ A,
     const TileSpot at = tile_spot(tile_row, tile_col, A, B, M, N, lda, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     async_accumulate(acc, A, B, M, N, K, lda, ldb, at, 0, CEIL_DIV(K, BK), place);
-    warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+    store_own(C, M, N, ldc, acc, place, at);
 }
 
 #if !defined(ONE_ENTRY) || defined(ENTRY_matmul_async)  // 09_sgemm.cu: one entry per build

@@ -50,8 +50,7 @@ __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
     const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, A, B, M, N, lda, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     if (tiles > 0) async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, tiles, place);
-    warp_tile_store(W + (long long)blockIdx.z * M * N, M, N, N, at.m0, at.n0, acc, place,
-                    at.row_from, at.col_from);
+    store_own(W + (long long)blockIdx.z * M * N, M, N, N, acc, place, at);
 }
 
 #if !defined(ONE_ENTRY) || defined(ENTRY_matmul_splitk)
@@ -128,7 +127,7 @@ __device__ __forceinline__ void streamk_share(const float* __restrict__ A,
         float acc[WMITER * TM][WNITER * TN] = {};
         async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, n, place);
         if (n == sk.steps)
-            warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+            store_own(C, M, N, ldc, acc, place, at);
         else
             warp_tile_store(W + (2LL * blockIdx.x + (g != begin)) * (BM * BN), BM, BN, BN, 0, 0,
                             acc, place);
@@ -190,7 +189,7 @@ streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* _
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         const int e = e0 + j * 4 * THREADS, row = at.m0 + e / BN, col = at.n0 + e % BN;
-        if (row >= at.row_from && col >= at.col_from) store4(C, row, col, M, N, ldc, sum[j]);
+        if (row >= at.row_from) store4_from(C, row, col, M, N, ldc, at.col_from, sum[j]);
     }
 }
 #endif

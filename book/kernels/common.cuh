@@ -42,9 +42,26 @@ __device__ __forceinline__ void store4(float* __restrict__ m, int row, int col, 
     store4(m, row, col, rows, cols, cols, v);
 }
 
+// store4 for the columns from `from` on (chapter 9's edge tiles moved back to end at the edge: a
+// piece that starts before their first column of their own stores only its floats from there).
+__device__ __forceinline__ void store4_from(float* __restrict__ m, int row, int col, int rows,
+                                            int cols, int ld, int from, float4 v) {
+    if (col >= from) {
+        store4(m, row, col, rows, cols, ld, v);
+        return;
+    }
+    if (row >= rows || col + 3 < from) return;
+    float* p = m + (long long)row * ld + col;
+    const float f[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        if (col + j >= from && col + j < cols) p[j] = f[j];
+}
+
 // Chapter 8: asynchronous copies global -> shared (cp.async, compute capability 8.0 and later).
 // copy4 copies one float, or writes 0 when `inside` is false (src-size 0: nothing is read);
-// copy16_aligned copies 16 bytes (both addresses 16-byte aligned), copy16 too or writes 16
+// copy16_aligned copies 16 bytes (both addresses 16-byte aligned; copy8_aligned: 8 bytes, 8-byte
+// aligned), copy16 too or writes 16
 // bytes of 0 where not `inside`. commit() closes the group of
 // copies this thread issued since the last one; wait_groups<n>() waits until at most n of this
 // thread's groups are still in flight (the copies of others need a __syncthreads after).
@@ -54,6 +71,10 @@ __device__ __forceinline__ void copy4(float* dst, const float* src, bool inside)
     const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src),
                  "r"(inside ? 4 : 0));
+}
+__device__ __forceinline__ void copy8_aligned(float* dst, const float* src) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(src));
 }
 __device__ __forceinline__ void copy16_aligned(float* dst, const float* src) {
     const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
@@ -70,6 +91,7 @@ template <int n> __device__ __forceinline__ void wait_groups() {
 }
 #else
 inline void copy4(float* dst, const float* src, bool inside) { *dst = inside ? *src : 0.0f; }
+inline void copy8_aligned(float* dst, const float* src) { std::memcpy(dst, src, 8); }
 inline void copy16_aligned(float* dst, const float* src) { std::memcpy(dst, src, 16); }
 inline void copy16(float* dst, const float* src, bool inside) {
     if (inside) std::memcpy(dst, src, 16);

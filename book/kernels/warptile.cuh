@@ -118,8 +118,10 @@ __device__ __forceinline__ void warp_tile_fma(float (&acc)[WMITER * TM][WNITER *
 }
 
 // Writes the accumulators into C (rows ldc floats apart) at block corner (m0, n0), 16 bytes at a
-// time where possible; only rows from row_from and columns from col_from (a multiple of 4), for
-// tiles moved back over their neighbours (08_async.cu).
+// time where possible; only rows from row_from and columns from col_from, for tiles moved back
+// over their neighbours (08_async.cu). STRADDLE: col_from - n0 may not be a multiple of 4 (a tile
+// moved back to an edge that is not), so a piece of 4 may start before col_from.
+template <bool STRADDLE = false>
 __device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, int N, int ldc,
                                                 int m0, int n0,
                                                 const float (&acc)[WMITER * TM][WNITER * TN],
@@ -138,9 +140,11 @@ __device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, in
                 for (int j = 0; j < TN; j += 4) {
                     const int c = wn * TN + j;
                     const int col = n0 + p.wcol * WN + wn * WSUBN + p.tcol * TN + j;
+                    const float4 v = make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]);
                     if (col >= col_from)
-                        store4(C, row, col, M, N, ldc,
-                               make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]));
+                        store4(C, row, col, M, N, ldc, v);
+                    else if (STRADDLE)
+                        store4_from(C, row, col, M, N, ldc, col_from, v);
                 }
         }
 }

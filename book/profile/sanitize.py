@@ -20,7 +20,9 @@ import sys
 
 from . import find
 
-SIZES = [(65, 64, 63), (33, 100, 17), (100, 37, 129), (260, 516, 70)]  # the last has inner blocks
+SIZES = [(65, 64, 63), (33, 100, 17), (100, 37, 129), (260, 516, 70), (130, 70, 33), (130, 269, 37)]
+# (260 x 516 has inner blocks; the last two have inner blocks with B's rows on 8 and on 4 bytes,
+# book.sgemm's ROW_ALIGN builds)
 TOOLS = ("memcheck", "racecheck")
 MARK = "@@launch "
 ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|Out-of-range)"
