@@ -308,16 +308,18 @@ def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkey
     shape = (300, 200, 100)
     order = S.ranked(*shape)
     top = order[:S.FIRST_CALL_SMALL]
-    streamk = [p for p in order if getattr(p, "streamk", False)][:S.FIRST_STREAMK]
+    streamk = [[p for p in order if getattr(p, "streamk", False) and p.config == c][0]
+               for c in S.STREAMK_CONFIGS]
     assert S.model_seconds(top[0], *shape) < S.SMALL_S
     assert S.first_call_plans(*shape) == top + [p for p in streamk if p not in top]
     big = S.first_call_plans(4096, 4096, 4096)  # (seconds per timing there)
-    assert len(big) <= S.FIRST_CALL + S.FIRST_STREAMK and any(p.streamk for p in big)
+    assert {p.config for p in big if p.streamk} == set(S.STREAMK_CONFIGS)
+    assert len(big) <= S.FIRST_CALL + len(S.STREAMK_CONFIGS)
     ran = []
     monkeypatch.setattr(measure, "held_event_seconds",
                         lambda fn, repeats=1: [1.0 if ran[-1] != top[2] else 0.5] * repeats)
     best = S.learn(*shape, lambda plan: ran.append(plan))
-    assert best == top[2] and set(ran) == set(top)
+    assert best == top[2] and set(ran) == set(S.first_call_plans(*shape))
     S.plan_for.cache_clear()
     assert S.plan_for(*shape) == top[2] or S._table() is not None
     saved = (tmp_path / "learned.csv").read_text().splitlines()
