@@ -168,6 +168,16 @@ __device__ __forceinline__ TileSpot tile_spot(int tile_row, int tile_col, const 
             a16, b16};
 }
 
+// The block's tile into C (rows ldc floats apart), its own rows and columns only (see tile_spot).
+__device__ __forceinline__ void store_own(float* __restrict__ C, int M, int N, int ldc,
+                                          const float (&acc)[WMITER * TM][WNITER * TN],
+                                          WarpPlace place, TileSpot at) {
+    if (ROW_ALIGN < 4 && (at.col_from - at.n0) & 3)  // moved back to an edge off multiples of 4
+        warp_tile_store<true>(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+    else
+        warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
+}
+
 // The main loop: acc += A B over the k tiles t0 .. t0 + tiles - 1 (k from t0 * BK), for the
 // block tile at (at.m0, at.n0); tiles >= 1. The rows of A and B are lda and ldb floats apart.
 __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITER * TN],
@@ -270,16 +280,6 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
             outer_product(acc, a[k % 2], b[k % 2]);
         }
     }
-}
-
-// The block's tile into C (rows ldc floats apart), its own rows and columns only (see tile_spot).
-__device__ __forceinline__ void store_own(float* __restrict__ C, int M, int N, int ldc,
-                                          const float (&acc)[WMITER * TM][WNITER * TN],
-                                          WarpPlace place, TileSpot at) {
-    if (ROW_ALIGN < 4 && (at.col_from - at.n0) & 3)  // moved back to an edge off multiples of 4
-        warp_tile_store<true>(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
-    else
-        warp_tile_store(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
 }
 
 // The kernel's body: the block's tile of C = A B, the tile in tile row tile_row and column
