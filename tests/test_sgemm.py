@@ -442,6 +442,12 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         h100 = "H100" in device
         assert (at(2141, 250).pct_of_cublas < 80) if h100 else (95.5 <= at(2141, 250).pct_of_cublas < 96.5)
         assert 35.5 <= at(2673, 16).pct_of_copy < 38.5, device                 # "36 to 38%"
+        small = d[d.M.isin([91, 102]) & d.N.isin([207, 968])].pct_of_cublas
+        assert len(small) == 2 and small.between(98.5, 105.5).all(), device    # "99 to 105%"
+        outer = d[(d.few >= 64) & (d.K <= 8)].pct_of_cublas
+        assert len(outer) == 2 and outer.between(112.5, 148.5).all(), device   # "113% to 148%"
+        slow = big[big.M != 2141].pct_of_cublas
+        assert (100 - slow).round().between(10, 15).all(), device               # "10 to 15% slower"
     fresh = S.recorded_heldout(fresh=True)
     assert fresh.keys() == runs.keys()
     for device, (df, model) in fresh.items():  # the second set's prose, and "What is left"

@@ -1,6 +1,7 @@
 // 09_sgemm.cu -- chapter 9: chapter 8's cp.async kernel (08_async.cu) as book.sgemm launches it:
-// for matrices whose rows are a leading dimension apart (views into wider arrays, and B copied
-// into 16-byte aligned rows where N is not a multiple of 4), and split over K.
+// for matrices whose rows are a leading dimension apart (views into wider arrays; where B's rows
+// do not start on 16 bytes, B copied into aligned rows first, or 08_async.cu built for rows on 8
+// or 4 bytes, ROW_ALIGN 2 or 1), and split over K.
 // Why more entry points: matmul_async passes lda = K and ldb = ldc = N as constants, and the
 // code built from them runs a few percent faster at large squares than the same body built for
 // any leading dimension (measured on an H100 and an H200); each entry keeps its own build.
