@@ -859,7 +859,7 @@ FIRST_STREAMK = 1
 """How many stream-K plans per configuration (the model's best of each) a first call also times,
 where they are not among those: the model ranks stream-K's shares least well. On the H100's first
 held-out set, at 2141 x 250 x 681, 64x128/3s with stream-K ran 19-25% faster than the plan chosen
-from the model's first six; the model put it 41st, behind 128x256 with stream-K (33rd), which ran
+from the model's first sixteen (a small product); the model put it 41st, behind 128x256 with stream-K (33rd), which ran
 slower (H100 runs after 08_async.cu's ROW_ALIGN builds: a rule set on that set's shape, so
 judged on the second set)."""
 FIRST_PACKED = 2
