@@ -8,9 +8,10 @@ from book import gemm as S
 from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
 from book.harness.measure import check_kernels
 
-ODD = [(1, 1, 1), (33, 17, 65), (65, 64, 63), (7, 300, 600), (130, 70, 33), (150, 269, 37)]
-"""Odd sizes; the last two have B's rows 8-byte aligned (N = 70) and 4-byte aligned only (N = 269),
-with edge tiles moved back to an edge that is not a multiple of 4 (tiles of up to 128 x 256)."""
+ODD = [(1, 1, 1), (33, 17, 65), (65, 64, 63), (7, 300, 600), (130, 70, 33), (151, 269, 37)]
+"""Odd sizes. In the last two the rows of B (N = 70, 269) and of a transposed A (M = 130, 151)
+start on 8 bytes, then on 4 only (08_async.cu's ROW_ALIGN builds), with edge tiles moved back
+to an edge that is not a multiple of 4 (tiles of up to 128 x 256)."""
 
 
 @pytest.mark.parametrize("config", list(S.CONFIGS))
