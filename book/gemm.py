@@ -192,7 +192,7 @@ class Plan:
                 return
         if self.pad_b and (ldb % 4 or _address(B) % 16):
             B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
-        align = _row_align(self.layout, A, B, lda, ldb)
+        align = _row_align(self.layout, lda, ldb, A, B)
         if self.streamk:
             self._streamk(A, B, C, M, N, K, lda, ldb, ldc, shares, align)
             return
@@ -492,20 +492,22 @@ def _floats_aligned(ld: int, address: int) -> int:
     return 4 if ld % 4 == 0 and address % 16 == 0 else 2 if ld % 2 == 0 and address % 8 == 0 else 1
 
 
-def _row_align(layout: str, A, B, lda: int, ldb: int) -> int:
+def _row_align(layout: str, lda: int, ldb: int, A=None, B=None) -> int:
     """The ROW_ALIGN build of 08_async.cu that a tile plan launches: 4 where the operands it reads
     in 16-byte pieces (B as is, A transposed) have rows on 16-byte boundaries; else 2 or 1, the
-    build that reads such rows without checks in copies of 8 or 4 bytes."""
-    return min([4] + ([_floats_aligned(ldb, _address(B))] if layout[1] == "n" else [])
-               + ([_floats_aligned(lda, _address(A))] if layout[0] == "t" else []))
+    build that reads such rows without checks in copies of 8 or 4 bytes. Rows lda and ldb floats
+    apart, from A's and B's addresses (without them: from address 0, contiguous operands)."""
+    align = _floats_aligned(ldb, 0 if B is None else _address(B)) if layout[1] == "n" else 4
+    if layout[0] == "t":
+        align = min(align, _floats_aligned(lda, 0 if A is None else _address(A)))
+    return align
 
 
 def builds_for(plans, M: int, N: int, layout: str = "nn") -> list:
     """The compiles ``plans`` need at a shape with contiguous operands in ``layout`` (rows of N
     floats for B as is, of M for A transposed: the ROW_ALIGN build they take), for
     ``runtime.build_all`` to make side by side before the first launch."""
-    align = min([4] + ([_floats_aligned(N, 0)] if layout[1] == "n" else [])
-                + ([_floats_aligned(M, 0)] if layout[0] == "t" else []))
+    align = _row_align(layout, M, N)
     return [b for p in plans for b in (p.builds(align) if isinstance(p, Plan) else p.builds())]
 
 
@@ -858,10 +860,10 @@ all but three, within its first 6 on eleven), and each timing costs microseconds
 FIRST_STREAMK = 1
 """How many stream-K plans per configuration (the model's best of each) a first call also times,
 where they are not among those: the model ranks stream-K's shares least well. On the H100's first
-held-out set, at 2141 x 250 x 681, 64x128/3s with stream-K ran 19-25% faster than the plan chosen
-from the model's first sixteen (a small product); the model put it 41st, behind 128x256 with stream-K (33rd), which ran
-slower (H100 runs after 08_async.cu's ROW_ALIGN builds: a rule set on that set's shape, so
-judged on the second set)."""
+held-out set, at 2141 x 250 x 681, 64x128/3s with stream-K ran 19-25% faster than the plan
+chosen from the model's first sixteen (a small product); the model put it 41st, behind 128x256
+with stream-K (33rd), which ran slower (H100 runs after 08_async.cu's ROW_ALIGN builds: a rule
+set on that set's shape, so judged on the second set)."""
 FIRST_PACKED = 2
 """For transposed operands, how many of the model's best packed plans it also times (where they
 are not among those)."""
@@ -1674,7 +1676,8 @@ def model_report(model: pd.DataFrame) -> dict:
     config = m.plan.str.extract(r"^sgemm_(.+)_sk(?:_|$)", expand=False)
     sk = config.notna()
     rank = m[sk].assign(config=config[sk]).groupby(key + ["config"]).model_us.rank(method="first")
-    m["timed"] = (m.by_model <= m.first_call) | (rank <= FIRST_STREAMK).reindex(m.index, fill_value=False)
+    m["timed"] = ((m.by_model <= m.first_call)
+                  | (rank <= FIRST_STREAMK).reindex(m.index, fill_value=False))
     best = m[m.by_clock == 1]
     return {"shapes": int(m.groupby(key).ngroups),
             "rank correlation (median)": float(rho.median()),

@@ -475,10 +475,10 @@ def test_a_plan_takes_the_build_for_its_rows_alignment():
     """Rows of B on 16, 8 or 4 bytes: ROW_ALIGN 4 (the default build), 2 or 1; a transposed A
     counts too; the builds a shape needs name the same."""
     B = xp.zeros((8, 12), dtype=xp.float32)
-    assert S._row_align("nn", B, B, 12, 12) == 4
-    assert S._row_align("nn", B, B, 12, 10) == 2
-    assert S._row_align("nn", B, B[:, 1:], 12, 12) == 1
-    assert S._row_align("tn", B, B, 10, 12) == 2
-    assert S._row_align("nt", B, B, 12, 7) == 4  # a transposed B is read along k: no pieces
+    assert S._row_align("nn", 12, 12, B, B) == 4
+    assert S._row_align("nn", 12, 10, B, B) == 2
+    assert S._row_align("nn", 12, 12, B, B[:, 1:]) == 1
+    assert S._row_align("tn", 10, 12, B, B) == 2
+    assert S._row_align("nt", 12, 7, B, B) == 4  # a transposed B is read along k: no pieces
     defines = lambda n: {d.get("ROW_ALIGN", 4) for _, d, _ in S.builds_for([S.Plan("64x64")], 8, n)}
     assert [defines(n) for n in (8, 6, 7)] == [{4}, {2}, {1}]

@@ -48,9 +48,9 @@ static_assert(ROW_ALIGN == 4 || ROW_ALIGN == 2 || ROW_ALIGN == 1, "ROW_ALIGN: 4,
 #define B_STEP (THREADS / (BN / 4))        // rows between its pieces of B
 static_assert(STAGES >= 2, "at least one tile in flight while another is computed");
 
-// An inner tile of an operand whose rows run along m or n (B as is, A transposed; see below), in
-// the builds for rows on 8 or 4 bytes (ROW_ALIGN 2 or 1): unchecked copies of ROW_ALIGN floats,
-// a warp's side by side along a row, so that each copy instruction reads whole 128-byte lines.
+// An inner tile of an operand whose rows run along m or n (B as is, A transposed; see below):
+// unchecked copies of ROW_ALIGN floats (16 bytes; in the builds for rows on 8 or 4 bytes, 8 or
+// 4), a warp's side by side along a row, so that each copy instruction reads whole 128-byte lines.
 // (Four 4-byte copies of each thread's 16-byte piece, 16 bytes apart across the warp, read every
 // line four times: on an H100 that ran slower than the checked copies at 2758 x 619 x 222.)
 template <int W, int P>
@@ -65,7 +65,8 @@ __device__ __forceinline__ void copy_rows(float (*S)[W + P], const float* __rest
     for (int l = 0; l < COPIES; ++l) {
         float* dst = &S[r + l * STEP][c];
         const float* q = p + (long long)l * STEP * ld;
-        if (ROW_ALIGN == 2) copy8_aligned(dst, q);
+        if (ROW_ALIGN == 4) copy16_aligned(dst, q);
+        else if (ROW_ALIGN == 2) copy8_aligned(dst, q);
         else copy4(dst, q, true);
     }
 }
@@ -95,8 +96,8 @@ __device__ __forceinline__ void copy_across(float (*S)[W + P], const float* __re
     }
 }
 // Along: the operand's rows run along m or n (B as is, A transposed): element (k, c) of the tile is
-//   src[(k0 + k) * ld + c0 + c], in 16-byte pieces where the rows start on 16 bytes
-//   (`aligned`), else (checked copies, and inner ones in copy_rows) in smaller ones. `cols`: M or N.
+//   src[(k0 + k) * ld + c0 + c]: in inner tiles by copy_rows; in checked copies in 16-byte pieces
+//   where the rows start on 16 bytes (`aligned`), else one float at a time. `cols`: M or N.
 template <int W, int P>
 __device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __restrict__ src,
                                            int ld, int cols, int c0, int k0, int K, bool inner,
@@ -104,14 +105,8 @@ __device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __res
     static_assert((BK * W / 4) % THREADS == 0 && THREADS % (W / 4) == 0, "whole pieces per thread");
     constexpr int STEP = THREADS / (W / 4), COPIES = BK * W / 4 / THREADS;
     const int r = threadIdx.x / (W / 4), c = 4 * (threadIdx.x % (W / 4));
-    if (inner && k0 + BK <= K && ROW_ALIGN < 4) {
-        copy_rows<W, P>(S, src, ld, c0, k0);
-        return;
-    }
     if (inner && k0 + BK <= K) {
-        const float* p = src + (long long)(k0 + r) * ld + c0 + c;
-#pragma unroll
-        for (int l = 0; l < COPIES; ++l) copy16_aligned(&S[r + l * STEP][c], p + (long long)l * STEP * ld);
+        copy_rows<W, P>(S, src, ld, c0, k0);
         return;
     }
 #pragma unroll
@@ -222,8 +217,7 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
 #pragma unroll
             for (int l = 0; l < A_COPIES; ++l)
                 copy4(&As[s][ca][ra + l * A_STEP], a + (long long)l * A_STEP * lda, true);
-#pragma unroll
-            if (ROW_ALIGN == 4) {
+            if (ROW_ALIGN == 4) {  // (chapter 8's code as it was: its SASS is what was timed)
 #pragma unroll
                 for (int l = 0; l < B_COPIES; ++l)
                     copy16_aligned(&Bs[s][rb + l * B_STEP][cb], b + (long long)l * B_STEP * ldb);

@@ -280,6 +280,14 @@ __device__ __forceinline__ void ktile_wgmmas(float (&part)[64], const float* sta
     }
 }
 
+// A finished chunk's sums into acc, with float32 adds (rounded to nearest), once its wgmmas are
+// waited for.
+__device__ __forceinline__ void add_chunk(float (&acc)[64], float (&chunk)[64]) {
+    fence_registers(chunk);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] += chunk[i];
+}
+
 // Ap, Bp: pack_split's records of A and of B.
 extern "C" __global__ void __launch_bounds__(256, 1)
 matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
@@ -323,8 +331,7 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
         wgmma_commit();
         if (last) {  // the chunk is complete: add it
             wgmma_wait<0>();
-            fence_registers(part);
-            for (int i = 0; i < 64; ++i) acc[i] += part[i];  // float32 adds, rounded to nearest
+            add_chunk(acc, part);
         } else {
             wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done (with CHUNK <= 2 they already are)
         }
@@ -387,11 +394,6 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
     float acc[64], part0[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part0[i] = 0.0f;
-    auto add = [&](float (&chunk)[64]) {  // a finished chunk's sums, with float32 adds
-        fence_registers(chunk);
-#pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += chunk[i];
-    };
 #if PINGPONG
     float part1[64];
 #pragma unroll
@@ -405,14 +407,14 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
         wgmma_commit();
         wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done
         if (kt > 0) release(kt - 1);
-        if (kt > 0 && kt % CHUNK == 0) add(done);
+        if (kt > 0 && kt % CHUNK == 0) add_chunk(acc, done);
     };
     for (int kt = 0; kt < tiles; ++kt)  // chunks take turns: even ones in part0, odd in part1
         if (kt / CHUNK % 2 == 0) step(kt, part0, part1);
         else step(kt, part1, part0);
     wgmma_wait<0>();
-    if (tiles > 0 && (tiles - 1) / CHUNK % 2 == 0) add(part0);  // the last chunk
-    else if (tiles > 0) add(part1);
+    if (tiles > 0 && (tiles - 1) / CHUNK % 2 == 0) add_chunk(acc, part0);  // the last chunk
+    else if (tiles > 0) add_chunk(acc, part1);
 #else
     for (int kt = 0; kt < tiles; ++kt) {
         barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // k-tile kt has landed
@@ -422,7 +424,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
         if (kt % CHUNK == CHUNK - 1 || kt == tiles - 1) {  // the chunk is complete: add it
             wgmma_wait<0>();
             for (int j = kt - kt % CHUNK; j <= kt; ++j) release(j);
-            add(part0);
+            add_chunk(acc, part0);
         }
     }
 #endif
@@ -494,11 +496,9 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
     float acc[64], part[64], big0[16], small0[16], big1[16], small1[16];
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = 0.0f, part[i] = 0.0f;
-    auto add = [&]() {  // the chunk's wgmmas are done: its sums into acc, with float32 adds
+    auto add = [&]() {  // the chunk's wgmmas are done: its sums into acc
         wgmma_wait<0>();
-        fence_registers(part);
-#pragma unroll
-        for (int i = 0; i < 64; ++i) acc[i] += part[i];
+        add_chunk(acc, part);
     };
     // k-tile kt, its fragments in (big, small); `fresh`: the chunk's first; `last`: its last.
     auto ktile = [&](int kt, bool fresh, bool last, float (&big)[16], float (&small)[16]) {
