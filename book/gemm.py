@@ -22,6 +22,8 @@ rows first.
                                      # (09_sgemm_heldout.csv)
     python -m book.gemm --fresh     # the same on a second seeded set of 40, drawn later
                                      # (09_sgemm_heldout_fresh.csv)
+    python -m book.gemm --third     # and on a third, drawn last and looked at by no change
+                                     # (09_sgemm_heldout_third.csv)
     python -m book.gemm --layouts   # NN, TN, NT, TT against cuBLAS in the same layout
                                      # (09_sgemm_layouts.csv)
 
@@ -299,7 +301,10 @@ class Skinny:
         b_kn = (ldb, 1) if self.layout[1] == "n" else (1, ldb)
         a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
         if self.side == "k":
-            grid = (ceil_div(N, self.per_block), ceil_div(M, OUTER_ROWS))
+            across, groups = ceil_div(N, self.per_block), ceil_div(M, OUTER_ROWS)
+            if self.pr > OUTER_ONE_GROUP:  # one wave of blocks, each over every gridDim.y-th group
+                groups = min(groups, max(1, _outer_wave(self.pr) // across))
+            grid = (across, groups)
             _skinny(self.pr, "skinny_outer")(grid, (32 * SKINNY_WARPS,), (
                 _arg(A), *_ints(*a_mk), _arg(B), *_ints(*b_kn), _arg(C),
                 *_ints(ldc, M, N, K), np.float32(alpha), np.float32(beta)))
@@ -326,7 +331,12 @@ class Skinny:
 SKINNY_PR = (1, 2, 4, 8, 16, 32)
 """The column counts 09_skinny.cu is built for (a shape with P columns runs the smallest >= P)."""
 SKINNY_WARPS = 8
-OUTER_ROWS = 16  # rows of C per block of skinny_outer (as 09_skinny.cu defines it)
+OUTER_ROWS = 16  # rows of C per group of skinny_outer (as 09_skinny.cu defines it)
+OUTER_ONE_GROUP = 8
+"""Up to this PR, skinny_outer's blocks take one group of rows each (as many blocks as groups):
+B's few values per thread cost little to read again, and on an H100 probe (shapes outside the
+held-out sets) one wave of blocks over every group ran 3-10% slower at K from 2 to 8 (4096^2 x 8,
+8192^2 x 2, 6000 x 700 x 5, 20000 x 3000 x 3) but 8-40% faster at K from 16 to 32."""
 SKINNY_SPLITS = (1, 2, 4, 8, 16, 32, 64)
 WARP_BYTES_S = 25e9
 """Bytes per second one warp of 09_skinny.cu streams from X, for the cost model (an estimate:
@@ -336,6 +346,19 @@ where few warps run, they, not DRAM, set the pace)."""
 @lru_cache(maxsize=None)
 def _skinny(pr: int, name: str):
     return _unchecked(load_kernel("09_skinny.cu", name, defines={"PR": pr, "WARPS": SKINNY_WARPS}))
+
+
+@lru_cache(maxsize=None)
+def _outer_wave(pr: int) -> int:
+    """Blocks of skinny_outer (built for ``pr``) the GPU runs at once: SMs x blocks per SM (the
+    driver's occupancy); on the CPU emulator 3, so that the tests' blocks take several groups."""
+    if BACKEND != "gpu":
+        return 3
+    from .harness.device import device_report
+    fn = _skinny(pr, "skinny_outer")
+    per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+        getattr(fn, "kernel", fn).ptr, 32 * SKINNY_WARPS, 0)
+    return device_report()["sms"] * max(per_sm, 1)
 
 
 def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:
@@ -729,9 +752,11 @@ tiles (4 x 4) 0.4 us, on 13 x 23 x 93 -- a shape of the held-out set, so for sma
 set is not fully held out (chapter 9 says so)."""
 STREAMK_STEP = 1.15
 """Stream-K's shares run their steps this much slower than whole tiles (chapter 9)."""
-OUTER_RATE = 0.25
-"""skinny_outer's FMA rate as a share of the tile kernels' best: it loads a value of A per four
-FMAs (an estimate; the first call times it beside the tile plans)."""
+OUTER_RATE = 0.4
+"""skinny_outer's FMA rate as a share of the tile kernels' best, where it is not bound by writing
+C: 37-46% on an H100 probe at K from 16 to 32 (3000^2 x 32, 1500 x 9000 x 30, 1000 x 20000 x 24,
+2048 x 8192 x 16; shapes outside the held-out sets). The first call times it beside the tile
+plans."""
 
 
 LAYOUT_SPEED = {"nn": 1.0, "tn": 0.937, "nt": 0.857, "tt": 0.905}
@@ -1268,6 +1293,11 @@ FRESH_SEED = 20261126
 """A second held-out set (``--fresh``), drawn after the first had been used to set two choices
 for small products (CHAIN_S, FIRST_CALL_SMALL): nothing may be tuned or chosen on it. Its
 results: 09_sgemm_heldout_fresh.csv and 09_sgemm_model_fresh.csv."""
+THIRD_SEED = 20261127
+"""A third held-out set (``--third``), drawn after shapes of the first two had prompted changes
+(08_async.cu's ROW_ALIGN builds, the stream-K rule of the first call, skinny_outer's one wave of
+blocks): no change was made or judged on it before its first recorded run. Its results:
+09_sgemm_heldout_third.csv and 09_sgemm_model_third.csv."""
 
 
 def heldout_shapes(count: int = HELDOUT_COUNT, seed: int = HELDOUT_SEED, top: int = 16384,
@@ -1653,10 +1683,10 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
     return fig
 
 
-def recorded_heldout(fresh: bool = False) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """Every GPU's recorded held-out run (``--heldout``; ``fresh``: the second set, ``--fresh``)
-    by device name: (shapes, candidates)."""
-    tail = "_fresh" if fresh else ""
+def recorded_heldout(fresh: bool = False, which: str = "") -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every GPU's recorded held-out run (``--heldout``; ``fresh``: the second set, ``--fresh``;
+    ``which="third"``: the third, ``--third``) by device name: (shapes, candidates)."""
+    tail = "_" + which if which else "_fresh" if fresh else ""
     shapes, model = results.load_every(HELDOUT_FILE + tail), results.load_every(MODEL_FILE + tail)
     return {d: (shapes[d], model[d]) for d in shapes if d in model}
 
@@ -1761,11 +1791,12 @@ def main(argv: list[str]) -> int:
         if "--suite" not in argv and "--tune" not in argv:  # the suite's rows are its figures
             results.keep(df[df.set == "suite"][SUITE_COLUMNS].reset_index(drop=True), SUITE_FILE)
         print(heldout_summary(df).round(1).to_string())
-    if "--fresh" in argv:  # the second held-out set, without the suite
-        df, model = heldout(heldout_shapes(seed=FRESH_SEED), progress=True)
-        results.keep(model, MODEL_FILE + "_fresh")
-        print(results.keep(df, HELDOUT_FILE + "_fresh").to_string())
-        print(heldout_summary(df).round(1).to_string())
+    for flag, seed in (("--fresh", FRESH_SEED), ("--third", THIRD_SEED)):  # without the suite
+        if flag in argv:
+            df, model = heldout(heldout_shapes(seed=seed), progress=True)
+            results.keep(model, MODEL_FILE + "_" + flag[2:])
+            print(results.keep(df, HELDOUT_FILE + "_" + flag[2:]).to_string())
+            print(heldout_summary(df).round(1).to_string())
     if "--layouts" in argv:
         df = results.keep(layouts(), LAYOUTS_FILE)
         print(df.drop(columns=["label", "device", "date"]).to_string())

@@ -124,7 +124,8 @@ def test_the_skinny_kernels_are_right_on_odd_shapes(side, layout, splits):
 def test_the_few_k_kernel_is_right_on_odd_shapes(layout):
     """09_skinny.cu's skinny_outer (K <= PR; C is the cost) in every layout, with the smallest
     PR that holds K and with PR = 32; C's rows unaligned to 16 bytes as well (N odd)."""
-    shapes = [(5, 7, 1), (37, 300, 3), (130, 517, 16), (64, 33, 32), (1, 1, 1), (17, 1029, 9)]
+    shapes = [(5, 7, 1), (37, 300, 3), (130, 517, 16), (64, 33, 32), (1, 1, 1), (17, 1029, 9),
+              (70, 129, 2), (65, 200, 6)]  # (M past one block of OUTER_ROWS; K off steps of 4)
     for M, N, K in shapes:
         prs = {next(p for p in S.SKINNY_PR if p >= K), 32}
         table = check_kernels([S.Skinny("k", pr, 1, layout) for pr in prs], [(M, N, K)])
@@ -379,10 +380,13 @@ def test_the_held_out_shapes_are_seeded_log_uniform_and_fit():
     assert not set(shapes) & set(S.SUITE)
 
 
-def test_the_fresh_held_out_set_is_another_draw():
-    fresh = S.heldout_shapes(seed=S.FRESH_SEED)
-    assert len(fresh) == S.HELDOUT_COUNT and not set(fresh) & set(S.heldout_shapes() + S.SUITE)
-    assert all(12 * (M * K + K * N + M * N) <= 6 << 30 for M, N, K in fresh)
+@pytest.mark.parametrize("seed", ["FRESH_SEED", "THIRD_SEED"])
+def test_the_later_held_out_sets_are_other_draws(seed):
+    shapes = S.heldout_shapes(seed=getattr(S, seed))
+    earlier = S.heldout_shapes() + S.SUITE + (S.heldout_shapes(seed=S.FRESH_SEED)
+                                              if seed == "THIRD_SEED" else [])
+    assert len(shapes) == S.HELDOUT_COUNT and not set(shapes) & set(earlier)
+    assert all(12 * (M * K + K * N + M * N) <= 6 << 30 for M, N, K in shapes)
 
 
 def test_heldout_records_the_plan_its_regret_and_the_first_call():

@@ -242,27 +242,38 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
 
 // skinny_outer: C (M x N) = A (M x K) B (K x N) with few k (K <= PR): the cost is writing C,
 // so each thread keeps B's K values of its 4 columns in registers and writes those columns of
-// OUTER_ROWS rows of C. A warp's columns are 128 adjacent ones, lane, lane + 32, lane + 64 and
+// every OUTER_ROWS rows of C its block takes: the groups of rows blockIdx.y, blockIdx.y +
+// gridDim.y, ... For PR above 8 the host launches one wave of blocks, so that B is read once per
+// block, not once per group (with a group a block and K = 32, the blocks read twice as many bytes
+// of B from L2 as they write of C); for fewer k, a block a group. A warp's columns are 128 adjacent ones, lane, lane + 32, lane + 64 and
 // lane + 96 for a lane: each store of the warp writes 32 adjacent floats, whatever C's
-// alignment. The block's OUTER_ROWS x K values of A go to shared memory first (the same for
-// every thread: broadcasts), so that no row waits on a load from L2.
-// Launch: block (32 * WARPS), grid (CEIL_DIV(N, 128 * WARPS), CEIL_DIV(M, OUTER_ROWS)); element
-//   (m, k) of A at A[m * a_m + k * a_k], (k, n) of B at B[k * b_k + n * b_n] (any layout);
-//   C = alpha A B + beta C, rows ldc floats apart (C not read where beta is 0).
+// alignment. A group's OUTER_ROWS x K values of A go to shared memory (the same for every
+// thread: broadcasts); each thread loads its share of the next group's while the block
+// computes this one.
+// Launch: block (32 * WARPS), grid (CEIL_DIV(N, 128 * WARPS), any count up to
+//   CEIL_DIV(M, OUTER_ROWS)); element (m, k) of A at A[m * a_m + k * a_k], (k, n) of B at
+//   B[k * b_k + n * b_n] (any layout); C = alpha A B + beta C, rows ldc floats apart (C not read
+//   where beta is 0).
 #define OUTER_ROWS 16
+#define OUTER_LOADS CEIL_DIV(OUTER_ROWS * PR, 32 * WARPS)  // values of A per thread and group
+
+__device__ __forceinline__ void outer_load_a(float (&a)[OUTER_LOADS], const float* __restrict__ A,
+                                             int a_m, int a_k, int m0, int M, int K) {
+#pragma unroll
+    for (int l = 0; l < OUTER_LOADS; ++l) {
+        const int i = threadIdx.x + l * 32 * WARPS, m = m0 + i / PR, k = i % PR;
+        a[l] = i < OUTER_ROWS * PR && m < M && k < K ? A[(long long)m * a_m + (long long)k * a_k] : 0.0f;
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(32 * WARPS)
 skinny_outer(const float* __restrict__ A, int a_m, int a_k, const float* __restrict__ B, int b_k,
              int b_n, float* __restrict__ C, int ldc, int M, int N, int K, float alpha, float beta) {
     __shared__ float As[OUTER_ROWS][PR];
-    const int lane = threadIdx.x % 32, m0 = blockIdx.y * OUTER_ROWS;
+    const int lane = threadIdx.x % 32;
     const int n0 = 128 * (blockIdx.x * WARPS + threadIdx.x / 32) + lane;  // columns n0 + 32 j
-    for (int i = threadIdx.x; i < OUTER_ROWS * PR; i += blockDim.x) {
-        const int m = m0 + i / PR, k = i % PR;
-        As[i / PR][k] = m < M && k < K ? A[(long long)m * a_m + (long long)k * a_k] : 0.0f;
-    }
-    __syncthreads();
-    if (n0 >= N) return;
+    float next[OUTER_LOADS];
+    outer_load_a(next, A, a_m, a_k, blockIdx.y * OUTER_ROWS, M, K);
     float b[PR][4];
 #pragma unroll
     for (int k = 0; k < PR; ++k)
@@ -271,19 +282,30 @@ skinny_outer(const float* __restrict__ A, int a_m, int a_k, const float* __restr
             const int n = n0 + 32 * j;
             b[k][j] = k < K && n < N ? B[(long long)k * b_k + (long long)n * b_n] : 0.0f;
         }
-#pragma unroll 4
-    for (int i = 0; i < OUTER_ROWS; ++i) {
-        const int m = m0 + i;
-        if (m >= M) break;
-        float acc[4] = {};
+    for (int m0 = blockIdx.y * OUTER_ROWS; m0 < M; m0 += gridDim.y * OUTER_ROWS) {
+        __syncthreads();  // the last group's reads of As are done
 #pragma unroll
-        for (int k = 0; k < PR; ++k) {  // (b and As are 0 past K)
-            const float a = As[i][k];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) acc[j] += a * b[k][j];
+        for (int l = 0; l < OUTER_LOADS; ++l) {
+            const int i = threadIdx.x + l * 32 * WARPS;
+            if (i < OUTER_ROWS * PR) As[i / PR][i % PR] = next[l];
         }
+        __syncthreads();
+        outer_load_a(next, A, a_m, a_k, m0 + gridDim.y * OUTER_ROWS, M, K);  // in flight meanwhile
+        if (n0 >= N) continue;
+#pragma unroll 4
+        for (int i = 0; i < OUTER_ROWS; ++i) {
+            const int m = m0 + i;
+            if (m >= M) break;
+            float acc[4] = {};
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-            if (n0 + 32 * j < N) skinny_store(C, (long long)m * ldc + n0 + 32 * j, acc[j], alpha, beta);
+            for (int k = 0; k < PR; ++k) {  // (b and As are 0 past K)
+                const float a = As[i][k];
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[j] += a * b[k][j];
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                if (n0 + 32 * j < N) skinny_store(C, (long long)m * ldc + n0 + 32 * j, acc[j], alpha, beta);
+        }
     }
 }
