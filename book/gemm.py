@@ -1691,6 +1691,33 @@ def recorded_heldout(fresh: bool = False, which: str = "") -> dict[str, tuple[pd
     return {d: (shapes[d], model[d]) for d in shapes if d in model}
 
 
+def heldout_figures(runs: dict, tail: str) -> dict:
+    """The figures chapter 9 writes of a held-out set, per GPU of ``runs``
+    (``recorded_heldout``), named <gpu>_<tail>_<figure> for its glue: per kind of shape (all,
+    big: min(M, N) >= 64, thin) the geometric mean, lowest, count at the floor and count; the
+    median regret, the slowest shape, the model's report and the first calls' seconds."""
+    figures = {}
+    for device, (df, model) in runs.items():
+        key = results.gpu_slug(device).replace("-", "_") + tail
+        s = heldout_summary(df).loc["held-out"]
+        for row, name in (("all", "all"), ("min(M, N) >= 64", "big"), ("skinny (min(M, N) < 64)", "thin")):
+            figures[f"{key}_{name}"] = s.loc[row, "geometric mean (% of cuBLAS)"]
+            figures[f"{key}_{name}_low"] = s.loc[row, "lowest (% of cuBLAS)"]
+            figures[f"{key}_{name}_floor"] = int(s.loc[row, "at or above the floor"])
+            figures[f"{key}_{name}_n"] = int(s.loc[row, "shapes"])
+        figures[f"{key}_regret"] = s.loc["all", "median regret (%)"]
+        ours = df[(df.kernel == BookSgemm.id) & (df.set == "held-out")]
+        worst = ours.loc[ours.pct_of_cublas.idxmin()]
+        figures[f"{key}_worst"] = f"{worst.M} × {worst.N} × {worst.K}"
+        report = model_report(model)
+        figures[f"{key}_model_first"] = report["fastest was the model's first (%)"]
+        figures[f"{key}_model_timed"] = report["fastest among those a first call times (%)"]
+        figures[f"{key}_model_rho"] = report["rank correlation (median)"]
+        figures[f"{key}_first_median"] = ours.first_call_s.median()
+        figures[f"{key}_first_max"] = ours.first_call_s.max()
+    return figures
+
+
 def model_report(model: pd.DataFrame) -> dict:
     """How the cost model ranked one GPU's held-out candidates against their measured times:
     the median rank correlation per shape, the shapes whose fastest plan was the model's first,

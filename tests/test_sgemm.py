@@ -469,6 +469,27 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         worst = d.loc[d.pct_of_cublas.idxmin()]
         cublas_copy = worst.pct_of_copy / worst.pct_of_cublas * 100
         assert (worst.M, worst.N) == (12, 14942) and 63.5 <= cublas_copy < 67.5  # "64 to 67%"
+    third = S.recorded_heldout(which="third")
+    assert third and set(third) <= set(runs)
+    for device, (df, model) in third.items():  # the third set's prose, and "What is left"
+        d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
+        few = d[["M", "N"]].min(axis=1)
+        s = S.heldout_summary(df).loc["held-out"]
+        assert round(s.loc["all", "geometric mean (% of cuBLAS)"]) == 135, device  # "135%"
+        below = {(r.M, r.N, r.K): r.pct_of_cublas for r in d.itertuples()
+                 if r.pct_of_cublas < 90 and not (min(r.M, r.N) < 64 and r.pct_of_copy >= 80)}
+        assert below.keys() == {(855, 304, 13996), (21, 100, 8482)}, device     # "11 of 12", "27 of 28"
+        assert round(below[(855, 304, 13996)]) == 89 and round(below[(21, 100, 8482)]) == 62
+        at = lambda m, n: d[(d.M == m) & (d.N == n)].iloc[0]
+        slow, cublas = at(21, 100), df[(df.kernel == "cublas") & (df.M == 21) & (df.N == 100)].iloc[0]
+        us = lambda r: 2e-3 * r.M * r.N * r.K / r.gflops
+        assert round(us(slow)) == 24 and round(us(cublas), 1) == 14.8, device   # "24 µs ... 14.8"
+        assert slow.plan == "sgemm_32x32_k16" and slow.regret_pct < 2, device
+        skinny = model[(model.M == 21) & model.plan.str.startswith("sgemm_skinny")]
+        assert skinny.measured_us.min() >= 42, device                            # "42 µs or more"
+        for (m, n), pct in (((10003, 3831), 125), ((174, 12610), 129), ((4032, 1811), 135)):
+            assert at(m, n).plan.startswith("sgemm_skinnyk") and round(at(m, n).pct_of_cublas) == pct
+        assert (d.K <= 32).sum() == 17                                           # "17 of these 40"
     for device, df in layouts.items():
         book = df[df.library == "book.sgemm"]
         slow = {(r.M, r.N, r.K) for r in book[book.pct_of_cublas < 90].itertuples()}
