@@ -301,10 +301,11 @@ class Skinny:
         b_kn = (ldb, 1) if self.layout[1] == "n" else (1, ldb)
         a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
         if self.side == "k":
-            across, groups = ceil_div(N, self.per_block), ceil_div(M, OUTER_ROWS)
-            if self.pr > OUTER_ONE_GROUP:  # one wave of blocks, each over every gridDim.y-th group
-                groups = min(groups, max(1, _outer_wave(self.pr) // across))
-            grid = (across, groups)
+            across, groups = ceil_div(N, self.per_block), min(ceil_div(M, OUTER_ROWS), 65535)
+            wave = _outer_wave(self.pr) if self.pr > OUTER_ONE_GROUP else 0
+            if 2 * across <= wave:  # at most a wave of blocks, each over every gridDim.y-th group
+                groups = min(groups, wave // across)
+            grid = (across, groups)  # (else a block a group; past 65535 groups, blocks take more)
             _skinny(self.pr, "skinny_outer")(grid, (32 * SKINNY_WARPS,), (
                 _arg(A), *_ints(*a_mk), _arg(B), *_ints(*b_kn), _arg(C),
                 *_ints(ldc, M, N, K), np.float32(alpha), np.float32(beta)))
@@ -333,7 +334,8 @@ SKINNY_PR = (1, 2, 4, 8, 16, 32)
 SKINNY_WARPS = 8
 OUTER_ROWS = 16  # rows of C per group of skinny_outer (as 09_skinny.cu defines it)
 OUTER_ONE_GROUP = 8
-"""Up to this PR, skinny_outer's blocks take one group of rows each (as many blocks as groups):
+"""Up to this PR, skinny_outer's blocks take one group of rows each (as many blocks as groups;
+so do wider products, whose columns alone would fill more than half a wave of blocks):
 B's few values per thread cost little to read again, and on an H100 probe (shapes outside the
 held-out sets) one wave of blocks over every group took 2-10% longer at K from 2 to 8 (4096^2 x 8,
 8192^2 x 2, 6000 x 700 x 5, 20000 x 3000 x 3) but 8-40% less time at K from 16 to 32
@@ -834,7 +836,7 @@ def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:
         return (model_seconds(plan.plan, M, N, K, sms)
                 + PACK_SLOW * 8 * packed / _bandwidth() + copies * LAUNCH_S)
     floor = 4 * (M * K + K * N + M * N) / _bandwidth() + LAUNCH_S  # every plan moves its bytes
-    if isinstance(plan, Skinny) and plan.side == "k":  # a load of A per 4 FMAs: a quarter's rate
+    if isinstance(plan, Skinny) and plan.side == "k":  # OUTER_RATE of the tiles' best rate
         return max(floor, 2 * M * N * K / (OUTER_RATE * max(_rates().values()) * 1e9) + LAUNCH_S)
     if isinstance(plan, Skinny):
         R, P = (M, N) if plan.side == "n" else (N, M)

@@ -125,7 +125,7 @@ def test_the_few_k_kernel_is_right_on_odd_shapes(layout):
     """09_skinny.cu's skinny_outer (K <= PR; C is the cost) in every layout, with the smallest
     PR that holds K and with PR = 32; C's rows unaligned to 16 bytes as well (N odd)."""
     shapes = [(5, 7, 1), (37, 300, 3), (130, 517, 16), (64, 33, 32), (1, 1, 1), (17, 1029, 9),
-              (70, 129, 2), (65, 200, 6)]  # (M past one block of OUTER_ROWS; K off steps of 4)
+              (70, 129, 2), (65, 200, 6)]  # (PR 2 and 8, M past a group of OUTER_ROWS)
     for M, N, K in shapes:
         prs = {next(p for p in S.SKINNY_PR if p >= K), 32}
         table = check_kernels([S.Skinny("k", pr, 1, layout) for pr in prs], [(M, N, K)])
@@ -146,9 +146,20 @@ def test_skinny_plans_apply_where_c_has_few_rows_or_columns():
         S.Skinny("m", 7, 1, "nn")
 
 
+def test_the_few_k_kernel_walks_its_groups_of_rows_on_a_two_by_two_grid(monkeypatch):
+    """skinny_outer with fewer blocks than groups of rows along y and two columns of blocks:
+    each block walks every gridDim.y-th group (a wave of 4 blocks, as on a GPU that holds 4);
+    wide products (columns over half a wave) take a block a group."""
+    monkeypatch.setattr(S, "_outer_wave", lambda pr: 4)
+    for shape in [(70, 1100, 20), (70, 2100, 20)]:  # grid (2, 2), then (3, 5)
+        table = check_kernels([S.Skinny("k", 32, 1, layout) for layout in ("nn", "tt")], [shape])
+        assert (table == "ok").all().all(), table.to_string()
+
+
 @pytest.mark.parametrize("shape, layout", [((300, 5, 200), "nn"), ((5, 300, 200), "nt"),
                                            ((5, 300, 200), "tt"), ((300, 5, 200), "nt"),
-                                           ((5, 300, 200), "nn"), ((300, 5, 200), "tn")])
+                                           ((5, 300, 200), "nn"), ((300, 5, 200), "tn"),
+                                           ((130, 517, 16), "nn"), ((70, 1100, 20), "tt")])
 def test_sgemm_runs_a_skinny_plan_with_alpha_beta(shape, layout, monkeypatch):
     M, N, K = shape
     plan = S.skinny_plans(M, N, K, layout)[0]

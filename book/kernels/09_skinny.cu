@@ -243,13 +243,14 @@ skinny_rows(const float* __restrict__ X, int ldx, const float* __restrict__ Y, i
 // skinny_outer: C (M x N) = A (M x K) B (K x N) with few k (K <= PR): the cost is writing C,
 // so each thread keeps B's K values of its 4 columns in registers and writes those columns of
 // every OUTER_ROWS rows of C its block takes: the groups of rows blockIdx.y, blockIdx.y +
-// gridDim.y, ... For PR above 8 the host launches one wave of blocks, so that B is read once per
-// block, not once per group (with a group a block and K = 32, the blocks read twice as many bytes
-// of B from L2 as they write of C); for fewer k, a block a group. A warp's columns are 128 adjacent ones, lane, lane + 32, lane + 64 and
-// lane + 96 for a lane: each store of the warp writes 32 adjacent floats, whatever C's
-// alignment. A group's OUTER_ROWS x K values of A go to shared memory (the same for every
-// thread: broadcasts); each thread loads its share of the next group's while the block
-// computes this one.
+// gridDim.y, ... For PR above 8 the host launches at most one wave of blocks (as many as the GPU
+// holds at once), so that B is read once per block, not once per group (with a group a block and
+// K = 32, the blocks read twice as many bytes of B from L2 as they write of C); for fewer k, or
+// where C's columns alone would take more than half a wave, a block a group. A warp's columns
+// are 128 adjacent ones, lane, lane + 32, lane + 64 and lane + 96 for a lane: each store of the
+// warp writes 32 adjacent floats, whatever C's alignment. A group's OUTER_ROWS x K values of A
+// go to shared memory (the same for every thread: broadcasts); each thread loads its share of
+// the next group's while the block computes this one.
 // Launch: block (32 * WARPS), grid (CEIL_DIV(N, 128 * WARPS), any count up to
 //   CEIL_DIV(M, OUTER_ROWS)); element (m, k) of A at A[m * a_m + k * a_k], (k, n) of B at
 //   B[k * b_k + n * b_n] (any layout); C = alpha A B + beta C, rows ldc floats apart (C not read
@@ -262,7 +263,8 @@ __device__ __forceinline__ void outer_load_a(float (&a)[OUTER_LOADS], const floa
 #pragma unroll
     for (int l = 0; l < OUTER_LOADS; ++l) {
         const int i = threadIdx.x + l * 32 * WARPS, m = m0 + i / PR, k = i % PR;
-        a[l] = i < OUTER_ROWS * PR && m < M && k < K ? A[(long long)m * a_m + (long long)k * a_k] : 0.0f;
+        a[l] = i < OUTER_ROWS * PR && m < M && k < K
+                   ? A[(long long)m * a_m + (long long)k * a_k] : 0.0f;
     }
 }
 
