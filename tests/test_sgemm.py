@@ -407,6 +407,10 @@ def test_heldout_records_the_plan_its_regret_and_the_first_call():
     assert (model.model_us > 0).all() and (model.measured_us > 0).all()
     assert (b.status == "ok").all() and (b.regret_pct >= 0).all() and (b.first_call_s > 0).all()
     assert all(S.plan_by_id(p) for p in b.plan) and set(b.set) == {"held-out"}
+    assert not model.duplicated(["M", "N", "K", "plan"]).any()  # a time per candidate
+    for r in b.itertuples():  # the fastest is among the candidates, timed no slower than chosen
+        times = model[(model.M == r.M) & (model.N == r.N)].set_index("plan").measured_us
+        assert r.best_plan in times.index and times[r.best_plan] <= times[r.plan]
     summary = S.heldout_summary(df)
     assert summary.loc[("held-out", "all"), "shapes"] == 2
 
