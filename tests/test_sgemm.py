@@ -500,6 +500,10 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         us = lambda r: 2e-3 * r.M * r.N * r.K / r.gflops
         assert round(us(slow)) == 24 and round(us(cublas), 1) == 14.8, device   # "24 µs ... 14.8"
         assert slow.plan == "sgemm_32x32_k16" and slow.regret_pct < 2, device
+        times = model[(model.M == 21) & (model.N == 100)].set_index("plan").measured_us
+        assert times.idxmin() == "sgemm_64x32_k16" and round(times.min(), 1) == 23.5  # "23.5"
+        outer = d[d.plan.str.startswith("sgemm_skinnyk")]
+        assert len(outer) == 7 and (outer.K <= 8).all(), device                # "Seven ... K <= 8"
         skinny = model[(model.M == 21) & model.plan.str.startswith("sgemm_skinny")]
         assert skinny.measured_us.min() >= 42, device                            # "42 µs or more"
         for (m, n), pct in (((10003, 3831), 125), ((174, 12610), 129), ((4032, 1811), 135)):
