@@ -526,3 +526,14 @@ def test_a_plan_takes_the_build_for_its_rows_alignment():
     assert S._row_align("nt", 12, 7, B, B) == 4  # a transposed B is read along k: no pieces
     defines = lambda n: {d.get("ROW_ALIGN", 4) for _, d, _ in S.builds_for([S.Plan("64x64")], 8, n)}
     assert [defines(n) for n in (8, 6, 7)] == [{4}, {2}, {1}]
+
+
+def test_the_skinny_outer_benchmark_checks_and_times_both_launches(capsys):
+    """benchmarks/skinny_outer.py runs (small shapes on the emulator): both launch geometries
+    pass their check and get a time beside cuBLAS."""
+    import runpy
+    from pathlib import Path
+    runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "skinny_outer.py"),
+                   run_name="__main__")
+    out = capsys.readouterr().out
+    assert "a block a group (µs)" in out and "one wave (µs)" in out and "FAILED" not in out
