@@ -1331,8 +1331,8 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
     (``REGRET_S``; ``regret_pct``, ``best_plan``), and the seconds of its first call in this process (``first_call_s``: where
     this GPU has not met the shape before, the choice of its plan). ``set`` says held-out or
     suite. Also returns every candidate's measured time beside the cost model's (``model_us``,
-    ``measured_us``: the second timing where there was one; ``chosen`` marks the plan
-    book.sgemm runs), one row per shape and plan."""
+    ``measured_us``: the first timing, the same for every candidate; ``final_us``: the second,
+    of the finalists; ``chosen`` marks the plan book.sgemm runs), one row per shape and plan."""
     from .harness.device import device_report
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
@@ -1352,8 +1352,9 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
         ok, best = _regret_times(plans, chosen, shape)
         model += [{"M": shape[0], "N": shape[1], "K": shape[2], "plan": pid,
                    "model_us": 1e6 * model_seconds(plans[pid], *shape, sms),
-                   "measured_us": 1e3 * ms, "chosen": pid == chosen.id} for pid, ms in ok.items()]
-        regret = 100 * (ok.get(chosen.id, np.nan) / best.min() - 1) if len(best) else np.nan
+                   "measured_us": 1e3 * ms, "final_us": 1e3 * best.get(pid, np.nan),
+                   "chosen": pid == chosen.id} for pid, ms in ok.items()]
+        regret = 100 * (best.get(chosen.id, np.nan) / best.min() - 1) if len(best) else np.nan
         extra[shape] = {"plan": chosen.id, "regret_pct": regret,
                         "best_plan": best.idxmin() if len(best) else "--"}
         if progress:
@@ -1371,10 +1372,9 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
 
 
 def _regret_times(plans: dict, chosen, shape) -> tuple[pd.Series, pd.Series]:
-    """Milliseconds of every candidate that passed its checks (``plans`` by id), and of the
-    finalists alone: a first timing of each (QUICK_S, QUICK_REPEATS), then the FINALISTS fastest
-    and ``chosen`` again (REGRET_S), their second times in both. A finalist that fails its
-    second check is dropped."""
+    """Milliseconds of every candidate that passed its check (``plans`` by id), from a first
+    timing of each (QUICK_S, QUICK_REPEATS); and of the finalists, the FINALISTS fastest and
+    ``chosen``, timed again (REGRET_S) after a new check (one that fails it is left out of both)."""
     quick = sweep(list(plans.values()), [shape], baseline=False, target_s=QUICK_S, min_repeat=1,
                   max_repeat=QUICK_REPEATS)
     ok = quick[quick.status == "ok"].set_index("kernel").time_ms
@@ -1385,8 +1385,7 @@ def _regret_times(plans: dict, chosen, shape) -> tuple[pd.Series, pd.Series]:
     final = sweep([plans[k] for k in finalists], [shape], baseline=False, target_s=REGRET_S,
                   min_repeat=1).set_index("kernel")
     again = final.time_ms[final.status == "ok"] if "time_ms" in final else pd.Series(dtype=float)
-    ok = pd.concat([ok.drop(finalists), again])
-    return ok, again
+    return ok.drop([k for k in finalists if k not in again.index]), again
 
 
 def _first_call_seconds(M: int, N: int, K: int) -> float:
