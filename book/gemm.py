@@ -1835,6 +1835,11 @@ def main(argv: list[str]) -> int:
         use_plans(plans)
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
+    sets = {"--heldout": heldout_shapes() + SUITE, "--fresh": heldout_shapes(seed=FRESH_SEED),
+            "--third": heldout_shapes(seed=THIRD_SEED)}
+    wanted = [shape for flag, shapes in sets.items() if flag in argv for shape in shapes]
+    if wanted:  # every build the sets' candidates need, side by side (seconds, on many cores)
+        build_all([b for M, N, K in wanted for b in builds_for(candidates(M, N, K), M, N)])
     if "--heldout" in argv:
         df, model = heldout(progress=True)
         results.keep(model, MODEL_FILE)
