@@ -59,9 +59,9 @@ def main() -> None:
                 times[name].append(time_launch(run, warmed=True)["time_ms"] * 1e3)
         row = {"M": M, "N": N, "K": K, "PR": plan.pr}
         row.update({f"{name} (µs)": float(np.median(t)) for name, t in times.items()})
-        across = -(-N // plan.per_block)  # (as Skinny.run decides)
-        wave = plan.pr > gemm.OUTER_ONE_GROUP and 2 * across <= gemm._outer_wave(plan.pr)
-        rule = "one wave" if wave else "a block a group"
+        grid = gemm._outer_grid(plan.pr, M, N)
+        rule = next(name for name, one_group in WAYS.items()
+                    if gemm._outer_grid(plan.pr, M, N, one_group) == grid)
         row["the rule runs"] = rule
         row["% of cuBLAS"] = 100 * row["cuBLAS (µs)"] / row[f"{rule} (µs)"]
         rows.append(row)

@@ -301,12 +301,7 @@ class Skinny:
         b_kn = (ldb, 1) if self.layout[1] == "n" else (1, ldb)
         a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
         if self.side == "k":
-            across, groups = ceil_div(N, self.per_block), min(ceil_div(M, OUTER_ROWS), 65535)
-            wave = _outer_wave(self.pr) if self.pr > OUTER_ONE_GROUP else 0
-            if 2 * across <= wave:  # at most a wave of blocks, each over every gridDim.y-th group
-                groups = min(groups, wave // across)
-            grid = (across, groups)  # (else a block a group; past 65535 groups, blocks take more)
-            _skinny(self.pr, "skinny_outer")(grid, (32 * SKINNY_WARPS,), (
+            _skinny(self.pr, "skinny_outer")(_outer_grid(self.pr, M, N), (32 * SKINNY_WARPS,), (
                 _arg(A), *_ints(*a_mk), _arg(B), *_ints(*b_kn), _arg(C),
                 *_ints(ldc, M, N, K), np.float32(alpha), np.float32(beta)))
             return
@@ -363,6 +358,16 @@ def _outer_wave(pr: int) -> int:
     per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
         getattr(fn, "kernel", fn).ptr, 32 * SKINNY_WARPS, 0)
     return device_report()["sms"] * max(per_sm, 1)
+
+
+def _outer_grid(pr: int, M: int, N: int, one_group: int | None = None) -> tuple[int, int]:
+    """skinny_outer's grid: its columns of blocks, and along y at most a wave of blocks, each
+    over every gridDim.y-th group of rows, where PR is above ``one_group`` (default
+    OUTER_ONE_GROUP) and the columns fill at most half a wave; else a block a group (past 65535
+    groups, blocks take more)."""
+    across, groups = ceil_div(N, 128 * SKINNY_WARPS), min(ceil_div(M, OUTER_ROWS), 65535)
+    wave = _outer_wave(pr) if pr > (OUTER_ONE_GROUP if one_group is None else one_group) else 0
+    return across, min(groups, wave // across) if 2 * across <= wave else groups
 
 
 def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:
@@ -1337,9 +1342,11 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
                   else heldout_shapes(4, top=96) + CPU_SUITE[:2])
+    sms = device_report().get("sms", 132)
+    build_all([b for M, N, K in shapes  # every candidate's build, side by side (on many cores)
+               for b in builds_for(candidates(M, N, K, sms=sms), M, N)])
     first = {shape: _first_call_seconds(*shape) for shape in shapes}
     med = suite(shapes, rounds, progress)
-    sms = device_report().get("sms", 132)
     extra, model = {}, []
     suite_shapes = set(SUITE) | set(CPU_SUITE)
     for shape in shapes:
@@ -1348,7 +1355,6 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
             extra[shape] = {"plan": chosen.id, "regret_pct": np.nan, "best_plan": ""}
             continue
         plans = {p.id: p for p in candidates(*shape, sms=sms)} | {chosen.id: chosen}
-        build_all(builds_for(plans.values(), shape[0], shape[1]))
         ok, best = _regret_times(plans, chosen, shape)
         model += [{"M": shape[0], "N": shape[1], "K": shape[2], "plan": pid,
                    "model_us": 1e6 * model_seconds(plans[pid], *shape, sms),
@@ -1707,10 +1713,11 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
     return fig
 
 
-def recorded_heldout(fresh: bool = False, which: str = "") -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """Every GPU's recorded held-out run (``--heldout``; ``fresh``: the second set, ``--fresh``;
-    ``which="third"``: the third, ``--third``) by device name: (shapes, candidates)."""
-    tail = "_" + which if which else "_fresh" if fresh else ""
+def recorded_heldout(which: str = "") -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every GPU's recorded run of a held-out set (``which``: "" the first, ``--heldout``;
+    "fresh" the second, ``--fresh``; "third" the third, ``--third``) by device name: (shapes,
+    candidates)."""
+    tail = "_" + which if which else ""
     shapes, model = results.load_every(HELDOUT_FILE + tail), results.load_every(MODEL_FILE + tail)
     return {d: (shapes[d], model[d]) for d in shapes if d in model}
 
@@ -1735,6 +1742,7 @@ def heldout_figures(runs: dict, tail: str) -> dict:
         figures[f"{key}_worst"] = f"{worst.M} × {worst.N} × {worst.K}"
         report = model_report(model)
         figures[f"{key}_model_first"] = report["fastest was the model's first (%)"]
+        figures[f"{key}_model_six"] = report[f"fastest in the model's first {FIRST_CALL} (%)"]
         figures[f"{key}_model_timed"] = report["fastest among those a first call times (%)"]
         figures[f"{key}_model_rho"] = report["rank correlation (median)"]
         figures[f"{key}_first_median"] = ours.first_call_s.median()
@@ -1835,11 +1843,6 @@ def main(argv: list[str]) -> int:
         use_plans(plans)
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
-    sets = {"--heldout": heldout_shapes() + SUITE, "--fresh": heldout_shapes(seed=FRESH_SEED),
-            "--third": heldout_shapes(seed=THIRD_SEED)}
-    wanted = [shape for flag, shapes in sets.items() if flag in argv for shape in shapes]
-    if wanted:  # every build the sets' candidates need, side by side (seconds, on many cores)
-        build_all([b for M, N, K in wanted for b in builds_for(candidates(M, N, K), M, N)])
     if "--heldout" in argv:
         df, model = heldout(progress=True)
         results.keep(model, MODEL_FILE)

@@ -328,8 +328,8 @@ def heldout_markdown() -> str:
     shapes at or above the goal's floor, median regret; all shapes, then by kind. A set a GPU
     has not run is left out."""
     from .gemm import HELDOUT_COUNT, HELDOUT_FILE, heldout_table, recorded_heldout
-    sets = {"first": recorded_heldout(), "second": recorded_heldout(fresh=True),
-            "third": recorded_heldout(which="third")}
+    sets = {name: recorded_heldout(which) for name, which in
+            (("first", ""), ("second", "fresh"), ("third", "third"))}
     parts = {name: heldout_table(runs).xs("held-out", level="set") for name, runs in sets.items() if runs}
     if not parts:
         return "*No GPU has recorded the held-out set yet (`python -m book.gemm --heldout`).*"

@@ -471,7 +471,7 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         slow = big[big.M != 2141]
         assert slow.pct_of_cublas.between(84.5, 90).all(), device               # "85 to 90%"
         assert (slow.regret_pct < 0.6).all(), device                  # "or one within 0.5%"
-    fresh = S.recorded_heldout(fresh=True)
+    fresh = S.recorded_heldout("fresh")
     assert fresh.keys() == runs.keys()
     for device, (df, model) in fresh.items():  # the second set's prose, and "What is left"
         d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
@@ -486,7 +486,7 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         worst = d.loc[d.pct_of_cublas.idxmin()]
         cublas_copy = worst.pct_of_copy / worst.pct_of_cublas * 100
         assert (worst.M, worst.N) == (12, 14942) and 63.5 <= cublas_copy < 67.5  # "64 to 67%"
-    third = S.recorded_heldout(which="third")
+    third = S.recorded_heldout("third")
     assert third and set(third) <= set(runs)
     for device, (df, model) in third.items():  # the third set's prose, and "What is left"
         d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
