@@ -455,60 +455,74 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         us = 2e-3 * thin.M * thin.N * thin.K / thin.gflops
         assert us.round().between(7, 10).all(), device                          # "7 to 10 µs"
         big = d[(d.few >= 64) & (d.pct_of_cublas < 90)]
-        assert {shape(r) for r in big.itertuples()} <= {(2141, 250, 681), (775, 122, 1150),
-                                                         (348, 9369, 165)}, device
-        assert big[big.M != 2141].regret_pct.round().between(0, 1).all(), device  # "chosen"
+        assert {shape(r) for r in big.itertuples()} == {(775, 122, 1150), (348, 9369, 165)}, device
+        assert big.regret_pct.round().between(0, 1).all(), device                # "chosen"
         at = lambda m, n: d[(d.M == m) & (d.N == n)].iloc[0]
         assert 93.5 <= at(539, 819).pct_of_cublas < 95.5, device               # "94-95%"
         assert round(at(128, 2039).pct_of_cublas) == 96, device                  # "96%"
-        h100 = "H100" in device
-        assert (at(2141, 250).pct_of_cublas < 80) if h100 else (95.5 <= at(2141, 250).pct_of_cublas < 96.5)
+        sk = at(2141, 250)                                     # "its fastest plan ... 96 to 98%"
+        assert sk.plan == sk.best_plan == "sgemm_64x128/3s_sk" and 95.5 <= sk.pct_of_cublas < 98.5
         assert 35.5 <= at(2673, 16).pct_of_copy < 38.5, device                 # "36 to 38%"
+        assert 92.5 <= at(2673, 16).pct_of_cublas < 97.5, device               # "93 to 97%"
         small = d[d.M.isin([91, 102]) & d.N.isin([207, 968])].pct_of_cublas
-        assert len(small) == 2 and small.between(98.5, 105.5).all(), device    # "99 to 105%"
+        assert len(small) == 2 and small.between(101.5, 105.5).all(), device   # "102 to 105%"
         outer = d[(d.few >= 64) & (d.K <= 8)].pct_of_cublas
-        assert len(outer) == 2 and outer.between(112.5, 148.5).all(), device   # "113% to 148%"
-        slow = big[big.M != 2141]
-        assert slow.pct_of_cublas.between(84.5, 90).all(), device               # "85 to 90%"
-        assert (slow.regret_pct < 0.6).all(), device                  # "or one within 0.5%"
+        assert len(outer) == 2 and outer.between(118.5, 148.5).all(), device   # "119% to 148%"
+        assert big.pct_of_cublas.between(84.5, 90).all(), device                # "85 to 90%"
+        assert (big.regret_pct.round(1) <= 0.6).all(), device         # "or one within 0.6%"
+        h100 = "H100" in device
+        assert round(at(348, 9369).pct_of_cublas, 0 if h100 else 1) == (88 if h100 else 89.9)
+        if h100:  # "puts 64 x 128 with stream-K 41st ... runs 23% faster ... than ... first sixteen"
+            m = model[(model.M == 2141) & (model.N == 250)].sort_values("model_us")
+            rank = list(m.plan).index("sgemm_64x128/3s_sk") + 1
+            first16 = m.head(16).measured_us.min()
+            assert rank == 41 and round(first16 / m.set_index("plan").measured_us["sgemm_64x128/3s_sk"] * 100 - 100) == 23
     fresh = S.recorded_heldout("fresh")
     assert fresh.keys() == runs.keys()
     for device, (df, model) in fresh.items():  # the second set's prose, and "What is left"
         d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
         few = d[["M", "N"]].min(axis=1)
         big = d[(few >= 64) & (d.pct_of_cublas < 90)]
-        assert {(r.M, r.N, r.K) for r in big.itertuples()} == {(2758, 619, 222), (2776, 6942, 18)}
+        h100 = "H100" in device  # the H200's run predates the one-wave skinny_outer
+        assert {(r.M, r.N, r.K) for r in big.itertuples()} == ({(2758, 619, 222)} if h100 else
+                                                              {(2758, 619, 222), (2776, 6942, 18)})
         assert round(big[big.M == 2758].pct_of_cublas.iloc[0]) in (86, 87), device  # "86 to 87%"
+        wide = d[(d.M == 2776) & (d.N == 6942)].iloc[0]
+        assert (wide.plan.startswith("sgemm_skinnyk") and round(wide.pct_of_cublas) == 124) if h100 \
+            else round(wide.pct_of_cublas) == 81, device                      # "124%", "(81%)"
+        outer_mid = d[d.plan.str.startswith("sgemm_skinnyk") & (d.K > 8)]
+        assert len(outer_mid) == (1 if h100 else 0), device                  # "the one held-out shape"
         first = runs[device][0]
         first = first[(first.kernel == S.BookSgemm.id) & (first.set == "held-out")]
         met = sum(((x[["M", "N"]].min(axis=1) >= 64) & (x.pct_of_cublas >= 90)).sum() for x in (d, first))
-        assert met == (25 if "H100" in device else 26), device                  # "25 (H100) and 26"
+        assert met == (27 if "H100" in device else 26), device                  # "27 (H100) and 26"
         worst = d.loc[d.pct_of_cublas.idxmin()]
         cublas_copy = worst.pct_of_copy / worst.pct_of_cublas * 100
-        assert (worst.M, worst.N) == (12, 14942) and 63.5 <= cublas_copy < 67.5  # "64 to 67%"
+        assert (worst.M, worst.N) == (12, 14942) and 62.5 <= cublas_copy < 67.5  # "63 to 67%"
+        assert 42.5 <= worst.pct_of_copy < 47.5, device                       # "43 to 47%"
     third = S.recorded_heldout("third")
     assert third and set(third) <= set(runs)
     for device, (df, model) in third.items():  # the third set's prose, and "What is left"
         d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
         few = d[["M", "N"]].min(axis=1)
         s = S.heldout_summary(df).loc["held-out"]
-        assert round(s.loc["all", "geometric mean (% of cuBLAS)"]) == 135, device  # "135%"
+        assert round(s.loc["all", "geometric mean (% of cuBLAS)"]) == 134, device  # "134%"
         below = {(r.M, r.N, r.K): r.pct_of_cublas for r in d.itertuples()
                  if r.pct_of_cublas < 90 and not (min(r.M, r.N) < 64 and r.pct_of_copy >= 80)}
         assert below.keys() == {(855, 304, 13996), (21, 100, 8482)}, device     # "11 of 12", "27 of 28"
-        assert round(below[(855, 304, 13996)]) == 89 and round(below[(21, 100, 8482)]) == 62
+        assert round(below[(855, 304, 13996)]) == 89 and round(below[(21, 100, 8482)]) == 61
         at = lambda m, n: d[(d.M == m) & (d.N == n)].iloc[0]
         slow, cublas = at(21, 100), df[(df.kernel == "cublas") & (df.M == 21) & (df.N == 100)].iloc[0]
         us = lambda r: 2e-3 * r.M * r.N * r.K / r.gflops
-        assert round(us(slow)) == 24 and round(us(cublas), 1) == 14.8, device   # "24 µs ... 14.8"
-        assert slow.plan == "sgemm_32x32_k16" and slow.regret_pct < 2, device
-        times = model[(model.M == 21) & (model.N == 100)].set_index("plan").measured_us
-        assert times.idxmin() == "sgemm_64x32_k16" and round(times.min(), 1) == 23.5  # "23.5"
+        assert round(us(slow), 1) == 23.6 and round(us(cublas), 1) == 14.4, device  # "23.6 µs ... 14.4"
+        assert slow.plan == slow.best_plan == "sgemm_64x32_k16", device        # "the fastest candidate"
+        times = model[(model.M == 21) & (model.N == 100)].set_index("plan").final_us
+        assert round(times["sgemm_32x32_k16"], 1) == 23.8, device              # "23.8"
         outer = d[d.plan.str.startswith("sgemm_skinnyk")]
         assert len(outer) == 7 and (outer.K <= 8).all(), device                # "Seven ... K <= 8"
         skinny = model[(model.M == 21) & model.plan.str.startswith("sgemm_skinny")]
-        assert skinny.measured_us.min() >= 42, device                            # "42 µs or more"
-        for (m, n), pct in (((10003, 3831), 125), ((174, 12610), 129), ((4032, 1811), 135)):
+        assert skinny.measured_us.min() >= 43, device                            # "43 µs or more"
+        for (m, n), pct in (((10003, 3831), 125), ((174, 12610), 129), ((4032, 1811), 132)):
             assert at(m, n).plan.startswith("sgemm_skinnyk") and round(at(m, n).pct_of_cublas) == pct
         assert (d.K <= 32).sum() == 17                                           # "17 of these 40"
     for device, df in layouts.items():
