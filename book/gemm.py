@@ -1093,6 +1093,13 @@ def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
                       (2 << 30) // (4 * M * N)))
 
 
+@lru_cache(maxsize=1)
+def _sms() -> int:
+    """This GPU's SMs (device_report asks the driver for every attribute: 0.2 ms a call)."""
+    from .harness.device import device_report
+    return device_report().get("sms", 132)
+
+
 def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINES) -> None:
     """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``); ``defines``:
     10_wgmma.cu's (chapter 10's parts run compares other product kernels)."""
@@ -1102,10 +1109,9 @@ def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINE
     if why:
         raise LaunchError(f"sgemm: precision='tf32x3' runs on Hopper's wgmma, and this device "
                           f"{why}; precision='fp32' runs on every GPU")
-    from .harness.device import device_report
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
-    splits = tf32x3_splits(M, N, K, device_report().get("sms", 132))
+    splits = tf32x3_splits(M, N, K, _sms())
 
     def product(c):  # (no wait for the host: Inf and NaN are found and fixed on the GPU)
         if splits == 1:

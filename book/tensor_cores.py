@@ -446,7 +446,8 @@ two partial sums taking turns; step 5's matmul_tf32x3_areg, A split in registers
 
 def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     """``sgemm(precision='tf32x3')`` taken apart, on a Hopper GPU: per shape, each launch timed
-    alone -- ``exponents`` (the scaling pass), ``pack`` (the split), ``product`` (each of
+    alone -- ``pack`` (the split, gathering each row's and column's magnitude), ``rescale``
+    (the check for rows and columns to scale: none here), ``product`` (each of
     :data:`PRODUCTS`) -- beside the whole call with each product kernel, cuBLAS SGEMM and cuBLAS
     TF32, interleaved in ``rounds`` rounds (median ms). Every product is checked first: bit for
     bit the same as chapter 10's (``same_bits``), and each whole call against float64
@@ -470,9 +471,9 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
         work = cupy.empty((splits * M, N), dtype=cupy.float32)
         base = gemm.TF32X3_DEFINES
-        ea, eb, _ = W.exponents(A, B, M, N, K)
+        ea, eb, bad = W.flags(M, N)
         a_rec, b_rec = W.records(M, K), W.records(N, K)
-        W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb)
+        W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad)
 
         def product(defines):  # (step 5 reads A itself, and the same records of B)
             a = A if dict(defines).get("AREG") else a_rec
@@ -481,8 +482,8 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
         def whole(defines):  # book.sgemm(precision='tf32x3')'s call, with this product kernel
             return lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, defines)
 
-        calls = {"exponents": lambda: W.exponents(A, B, M, N, K),
-                 "pack": lambda: W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb),
+        calls = {"pack": lambda: W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad),
+                 "rescale": lambda: W.rescale(A, B, a_rec, b_rec, M, N, K, base, ea, eb),
                  **{"product" + v: product(base + d) for v, d in PRODUCTS.items()},
                  **{"sgemm_tf32x3" + v: whole(base + d) for v, d in PRODUCTS.items()},
                  "cublas": lambda: cupy.matmul(A, B, out=C),
@@ -519,7 +520,8 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
 
 def parts_table(runs: dict) -> "pd.DataFrame":
     """:func:`tf32x3_parts` of every GPU recorded, one row per GPU (short name) and shape: the ms
-    of each launch (scaling: ``exponents``; split: ``pack``; the product) and of the whole call;
+    of each launch (scaling: ``rescale``, or in runs before it the whole scaling pass
+    ``exponents``; split: ``pack``; the product) and of the whole call;
     the call and the bound that cuBLAS's own TF32 GEMM sets -- three of its GEMMs (the three
     products) with no split at all -- as multiples of cuBLAS SGEMM's speed; the product kernel's
     rate as % of cuBLAS TF32's; step 4's product kernel, without and with ping-pong, and step
@@ -531,7 +533,8 @@ def parts_table(runs: dict) -> "pd.DataFrame":
             ms = g.set_index("part").ms
             shape = f"{M}³" if M == N == K else "\u00a0×\u00a0".join(map(str, (M, N, K)))  # (no wrap)
             rows.append({"GPU": d.replace("NVIDIA ", "").split()[0], "shape": shape,
-                         "scaling": ms["exponents"], "split": ms["pack"], "product": ms["product"],
+                         "scaling": ms["rescale"] if "rescale" in ms else ms["exponents"],
+                         "split": ms["pack"], "product": ms["product"],
                          "call": ms["sgemm_tf32x3"], "call, x SGEMM": ms["cublas"] / ms["sgemm_tf32x3"],
                          "bound, x SGEMM": ms["cublas"] / (3 * ms["cublas_tf32"]),
                          "product, % of cuBLAS TF32": 100 * 3 * ms["cublas_tf32"] / ms["product"],

@@ -276,4 +276,5 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     assert (table["step 5, % of product"] > 140).all()  # "146 to 167%"
     assert (table["call with step 5, x SGEMM"] < table["call, x SGEMM"]).all()
     s = tc.parts_summary(runs)
-    assert s["parts_call_x_4096_max"] < 2.5 <= s["parts_bound_x_4096_min"]  # the prose's reading
+    assert s["parts_call_x_4096_max"] < 2.5  # the prose's reading: short of the goal, below the bound
+    assert (table["call, x SGEMM"] < table["bound, x SGEMM"]).all()

@@ -76,11 +76,12 @@ def test_an_unknown_precision_is_refused():
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (3, 7, 5), (70, 300, 130), (33, 260, 64), (5, 513, 129),
                                    (3, 6, 2052), (4, 3, 1031)])
-def test_the_exponents_pass_finds_each_rows_and_columns_largest(shape):
-    """10_wgmma.cu's exponents: the largest exponent field of the finite elements of each row of
-    A and each column of B, and the rows and columns that hold Inf or NaN -- 16-byte loads where
-    K (A) or N (B) is a multiple of 4, single floats elsewhere."""
-    from book.launch.wgmma import exponents
+def test_pack_gathers_each_rows_and_columns_magnitude(shape):
+    """10_wgmma.cu's pack_split (SCALED): the largest exponent field of the nonzero finite
+    elements of each row of A and each column of B, plus one (0 for a zero row), and the rows
+    and columns that hold Inf or NaN -- 16-byte loads where K is a multiple of 4, single floats
+    elsewhere; a zero row and a subnormal one."""
+    from book.launch import wgmma as W
     M, N, K = shape
     rng = np.random.default_rng(sum(shape))
     a = (rng.uniform(-1, 1, (M, K)) * np.exp2(rng.integers(-120, 120, (M, K)))).astype(np.float32)
@@ -88,9 +89,42 @@ def test_the_exponents_pass_finds_each_rows_and_columns_largest(shape):
     a[np.arange(M), rng.integers(0, K, M)] = np.exp2(121 + np.arange(M) % 6)  # each row's largest,
     b[rng.integers(0, K, N), np.arange(N)] = np.exp2(121 + np.arange(N) % 6)  # somewhere in it
     a[M // 2, K - 1], b[K - 1, N - 1] = np.inf, np.nan
-    ea, eb, bad = (to_host(x) for x in exponents(to_device(a), to_device(b), M, N, K))
-    field = lambda x: np.where(np.isfinite(x), (x.view(np.int32) >> 23) & 255, 0)
+    a[M - 1], b[:, 0] = 0.0, np.float32(2.0 ** -140)  # (when M or N is 1, these win)
+    A, B = to_device(a), to_device(b)
+    ea, eb, bad = W.flags(M, N)
+    defines = S.TF32X3_DEFINES
+    W.pack(A, B, W.records(M, K), W.records(N, K), M, N, K, defines, ea, eb, bad)
+    ea, eb, bad = (to_host(x) for x in (ea, eb, bad))
+    field = lambda x: np.where(np.isfinite(x) & (x != 0), ((x.view(np.int32) >> 23) & 255) + 1, 0)
     np.testing.assert_array_equal(ea, field(a).max(axis=1))
     np.testing.assert_array_equal(eb, field(b).max(axis=0))
-    want = np.concatenate([~np.isfinite(a).all(axis=1), ~np.isfinite(b).all(axis=0), [True]])
-    np.testing.assert_array_equal(bad.astype(bool), want)
+    want = np.concatenate([~np.isfinite(a).all(axis=1), ~np.isfinite(b).all(axis=0)])
+    np.testing.assert_array_equal(bad.astype(bool), np.append(want, want.any()))
+
+
+@pytest.mark.parametrize("rows, out", [((0, 0), (0, 0)), ((-41, 0), (1, 0)), ((40, 0), (0, 0)),
+                                       ((42, 0), (1, 0)), ((0, -60), (0, 1)), ((-130, 40), (1, 0))])
+def test_rescale_packs_again_only_where_a_row_is_out_of_range(rows, out):
+    """Rows of A and columns of B whose largest lies within 2^-40 .. 2^40 are packed once,
+    unscaled; a row (column) outside it (row 5 of A, column 129 of B, multiplied by 2^rows;
+    their largest near 2^rows) has its panel packed again, scaled: panel 0 of A, panel 1 of B.
+    C keeps float32's accuracy either way."""
+    from book.launch import wgmma as W
+    M, N, K = 140, 130, 70
+    a, b = random_inputs(M, N, K, seed=9)
+    a[5] *= np.float32(2.0 ** rows[0])
+    b[:, 129] *= np.float32(2.0 ** rows[1])
+    A, B = to_device(a), to_device(b)
+    got = to_host(S.sgemm(A, B, precision="tf32x3"))
+    ea, eb, bad = W.flags(M, N)
+    recs = W.records(M, K), W.records(N, K)
+    W.pack(A, B, *recs, M, N, K, S.TF32X3_DEFINES, ea, eb, bad)
+    before = [to_host(r).copy() for r in recs]
+    W.rescale(A, B, *recs, M, N, K, S.TF32X3_DEFINES, ea, eb)
+    after = [to_host(r) for r in recs]
+    per_panel = lambda r, rows: r.reshape(-(-rows // 128), -1)
+    moved = [np.flatnonzero((per_panel(x, n) != per_panel(y, n)).any(axis=1))
+             for x, y, n in zip(before, after, (M, N))]
+    assert list(moved[0]) == [0] * out[0] and list(moved[1]) == [1] * out[1]
+    ref = a.astype(np.float64) @ b
+    assert np.max(np.abs(got - ref) / (np.abs(a).astype(np.float64) @ np.abs(b))) < TOLERANCE

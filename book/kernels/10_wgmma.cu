@@ -27,13 +27,16 @@
 // Any magnitude (book.sgemm's precision="tf32x3"; built with SCALED = 1): the split's small parts,
 //   and their products, would fall below float32's normal range for small inputs (A and B near
 //   1e-18 give products near 1e-36, their small terms near 1e-39: the tensor core drops them).
-//   exponents first finds, per row of A and per column of B, the largest exponent of a finite
-//   element; pack_split multiplies each by the power of two that brings that largest to [1, 2)
-//   -- exact -- and the product's store multiplies C's element back by both powers. Non-finite
-//   elements are split as big = x, small = 0 and flagged: fix_nonfinite then recomputes the rows
-//   and columns they touch with FFMA, so that Inf and NaN come out as cuBLAS SGEMM's.
-// Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2); then
-//   matmul_tf32x3_wgmma with block 256, grid
+//   pack_split also finds, per row of A and per column of B, the largest exponent of a nonzero
+//   finite element; where that lies outside 2^-40 .. 2^40 (shift_of), rescale packs the row's
+//   panel again, each such row multiplied by the power of two that brings its largest to
+//   [1, 2) -- exact -- and the product's store multiplies C's element back by both powers. (An
+//   earlier version scaled every row, after a pass of its own over A and B: the same bits, and
+//   a pass more.) Non-finite elements are split as big = x, small = 0 and flagged:
+//   fix_nonfinite then recomputes the rows and columns they touch with FFMA, so that Inf and
+//   NaN come out as cuBLAS SGEMM's.
+// Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2)
+//   (where SCALED, then rescale); then matmul_tf32x3_wgmma with block 256, grid
 //   (CEIL_DIV(N, 128), CEIL_DIV(M, 128), splits), STAGE_BYTES * STAGES + 1024 bytes of dynamic
 //   shared memory; any M, N, K. With splits > 1 (few tiles of C: split-K), C is a workspace of
 //   `splits` M x N slices, which 09_splitk.cu adds up. Compiled for sm_90a (compute capability 9.0).
@@ -49,10 +52,10 @@
 #define CHUNK 2  // k-tiles (of 32 k's) summed in the tensor core before each float32 add
 #endif
 #ifndef SCALED
-#define SCALED 0  // 1: rows of A and columns of B scaled by powers of two (exponents, above)
+#define SCALED 0  // 1: rows of A and columns of B scaled by powers of two where needed (above)
 #endif
 #ifndef AREG
-#define AREG 0  // 1: pack_split packs B alone, for step 5 (matmul_tf32x3_areg), launched with grid z 1
+#define AREG 0  // 1: pack_split packs B alone, for step 5 (matmul_tf32x3_areg)
 #endif
 #define TILE_FLOATS (128 * 32)           // one 128 x 32 tile
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
@@ -69,82 +72,26 @@ __device__ __forceinline__ int exponent_of(float x) {
     return e == 255 ? -1 : e;
 }
 
-// ea[m] = the largest exponent field of row m of A's finite elements, eb[n] = that of column n
-// of B (both start at 0: run on zeroed arrays), and bad[m] / bad[M + n] = 1 where the row or
-// column holds Inf or NaN, and then bad[M + N] = 1 too. One pass over A and B at close to the
-// memory's bandwidth: a 1D grid, block 256. Blocks 0 .. M - 1 take a row of A each, 16 bytes a
-// load where K % 4 == 0; the CEIL_DIV(N, 256) * CEIL_DIV(K, 64) blocks after them take 256
-// columns by 64 k's of B, each thread 4 columns (16 bytes a load where N % 4 == 0) on every
-// fourth k, the four threads of a column group joined through shared memory.
-// Launch: block 256, grid M + CEIL_DIV(N, 256) * CEIL_DIV(K, 64).
-extern "C" __global__ void __launch_bounds__(256)
-exponents(const float* __restrict__ A, const float* __restrict__ B, int* __restrict__ ea,
-          int* __restrict__ eb, int* __restrict__ bad, int M, int N, int K) {
-    __shared__ int tops[4][256], nonfinites[4][256];
-    const int tid = threadIdx.x;
-    if (blockIdx.x < M) {
-        const int m = blockIdx.x;
-        const float* row = A + (long long)m * K;
-        int top = 0, nonfinite = 0;
-        auto see = [&](float x) {
-            const int e = exponent_of(x);
-            top = max(top, e);
-            nonfinite |= e < 0;
-        };
-        if (K % 4 == 0) {
-#pragma unroll 4
-            for (int k = 4 * tid; k < K; k += 4 * 256) {
-                const float4 q = *reinterpret_cast<const float4*>(row + k);
-                see(q.x), see(q.y), see(q.z), see(q.w);
-            }
-        } else {
-#pragma unroll 4
-            for (int k = tid; k < K; k += 256) see(row[k]);
-        }
-        for (int o = 16; o > 0; o /= 2)  // the warp's largest; any Inf or NaN at all
-            top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o)),
-            nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, o);
-        if (tid % 32 == 0) {
-            if (top > 0) atomicMax(&ea[m], top);
-            if (nonfinite) bad[m] = bad[M + N] = 1;
-        }
-        return;
-    }
-    const int piece = blockIdx.x - M, across = CEIL_DIV(N, 256);
-    const int n0 = piece % across * 256 + 4 * (tid % 64), k0 = piece / across * 64;
-    int top[4] = {0, 0, 0, 0}, nonfinite[4] = {0, 0, 0, 0};
-    float v[16][4];  // all 16 loads in flight at once (a loop of load-then-use waited 16 times)
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        const int k = k0 + tid / 64 + 4 * i;
-        const float* at = B + (long long)k * N + n0;
-        if (k < K && N % 4 == 0 && n0 < N) {
-            const float4 q = *reinterpret_cast<const float4*>(at);
-            v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
-        } else {
-            for (int j = 0; j < 4; ++j) v[i][j] = k < K && n0 + j < N ? at[j] : 0.0f;
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-        for (int j = 0; j < 4; ++j) {
-            const int e = exponent_of(v[i][j]);
-            top[j] = max(top[j], e);
-            nonfinite[j] |= e < 0;
-        }
-    for (int j = 0; j < 4; ++j) tops[tid / 64][4 * (tid % 64) + j] = top[j],
-                                nonfinites[tid / 64][4 * (tid % 64) + j] = nonfinite[j];
-    __syncthreads();
-    const int n = piece % across * 256 + tid;  // now one column a thread
-    const int t = max(max(tops[0][tid], tops[1][tid]), max(tops[2][tid], tops[3][tid]));
-    const int f = nonfinites[0][tid] | nonfinites[1][tid] | nonfinites[2][tid] | nonfinites[3][tid];
-    if (n >= N) return;
-    if (t > 0) atomicMax(&eb[n], t);
-    if (f) bad[M + n] = bad[M + N] = 1;
+// A row's (column's) magnitude, as pack_split gathers it in ea and eb: the largest exponent
+// field of its finite nonzero elements plus one (1 where they are all subnormal), 0 where every
+// element is zero (or Inf or NaN).
+__device__ __forceinline__ int magnitude_of(float x) { return x == 0.0f ? 0 : exponent_of(x) + 1; }
+
+// Rows and columns whose largest element lies within 2^-40 .. 2^40 (fields 87 .. 167) are not
+// scaled: there a largest element times a largest element lies within 2^-80 .. 2^80, its small
+// terms (2^-11 below) and the terms 2^-24 below those stay in float32's normal range (above
+// 2^-126), and sums of up to 2^31 such products stay below 2^128. Outside it (and where the
+// largest is subnormal) the row is scaled by the power of two that brings its largest to [1, 2):
+// C's element is then multiplied back by 2^shift_of(ea[m]) 2^shift_of(eb[n]). Zero rows: 0.
+#define SAFE_LOW 87
+#define SAFE_HIGH 167
+__device__ __forceinline__ int shift_of(int magnitude) {
+    const int field = magnitude - 1;
+    return magnitude == 0 || (field >= SAFE_LOW && field <= SAFE_HIGH) ? 0 : field - 127;
 }
 
 // After the product (and split-K's sum): the elements of C in a row of A or a column of B that
-// holds Inf or NaN (exponents' flags), recomputed with float32 FMAs -- every one of them is Inf or
+// holds Inf or NaN (pack_split's flags), recomputed with float32 FMAs -- every one of them is Inf or
 // NaN, and now the same one as cuBLAS SGEMM's. A block whose flag bad[M + N] is 0 (no Inf or
 // NaN anywhere, the usual case) returns at once, so the call needs no round trip to the host to
 // decide. Launch: any grid, block 256.
@@ -162,11 +109,11 @@ fix_nonfinite(const float* __restrict__ A, const float* __restrict__ B, float* _
     }
 }
 
-// 2^(127 - e[i]): the power of two that brings the largest finite element of row (column) i,
-// of exponent field e[i], to [1, 2); 1 where the build does not scale.
+// 2^-shift_of(e[i]): the power of two row (column) i is multiplied by before its split; 1 where
+// the build does not scale.
 __device__ __forceinline__ float scale_of(const int* e, int i) {
 #if SCALED
-    return ldexpf(1.0f, 127 - e[i]);
+    return ldexpf(1.0f, -shift_of(e[i]));
 #else
     return 1.0f;
 #endif
@@ -182,23 +129,25 @@ __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
     small = exponent_of(x) < 0 ? 0.0f : __int_as_float((int)to_tf32(x - big));
 }
 
-// A (M x K) and B (K x N) into records, blockIdx.z = 0 for A, 1 for B: A's rows are the record
-// rows (k = its column); B's columns are (k = its row), so B comes out transposed. Record
-// (i, kt) -- rows 128 i .., k's 32 kt .. -- starts at float (i * CEIL_DIV(K, 32) + kt) *
-// RECORD_FLOATS of Ap or Bp.
-extern "C" __global__ void __launch_bounds__(256)
-pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
-           float* __restrict__ Bp, int M, int N, int K, const int* __restrict__ ea,
-           const int* __restrict__ eb) {
-    __shared__ float T[32][129];  // B's 32 x 128 piece, to read it along its rows
-    const bool is_b = AREG || blockIdx.z == 1;  // (AREG: step 5 splits A itself; B alone here)
-    const int k0 = blockIdx.x * 32, r0 = blockIdx.y * 128;
-    if (r0 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N
-    float* record = (is_b ? Bp : Ap) + ((long long)blockIdx.y * CEIL_DIV(K, 32) + blockIdx.x) * RECORD_FLOATS;
+// One 128 x 32 tile of A (is_b false: rows r0 .., k's k0 ..) or of B transposed (is_b: its
+// columns r0 .. are the record's rows) into its record: A's rows are the record rows (k = its
+// column); B's columns are (k = its row). Record (i, kt) -- rows 128 i .., k's 32 kt .. -- starts
+// at float (i * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS of Ap or Bp. T: the block's shared 32 x 129
+// floats, to read B's piece along its rows. `gather` (pack_split where SCALED): also each row's
+// (column's) magnitude into ea (eb), by atomicMax, and the flags of rows and columns with Inf or
+// NaN into bad (bad[m], bad[M + n], and bad[M + N] for any); `scale`: multiplied by
+// scale_of first (rescale, with ea and eb complete).
+__device__ __forceinline__ void pack_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                          float* __restrict__ Ap, float* __restrict__ Bp, int M,
+                                          int N, int K, bool is_b, int kt, int panel, float (*T)[129],
+                                          int* ea, int* eb, int* bad, bool gather, bool scale) {
+    const int k0 = kt * 32, r0 = panel * 128;
+    float* record = (is_b ? Bp : Ap) + ((long long)panel * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS;
+    auto scaled = [&](float x, const int* e, int i) { return scale ? scaled_by(x, e, i) : x; };
     if (is_b) {
         for (int e = threadIdx.x; e < 32 * 128; e += 256) {
             const int k = k0 + e / 128, n = r0 + e % 128;
-            T[e / 128][e % 128] = k < K && n < N ? scaled_by(B[(long long)k * N + n], eb, n) : 0.0f;
+            T[e / 128][e % 128] = k < K && n < N ? scaled(B[(long long)k * N + n], eb, n) : 0.0f;
         }
         __syncthreads();
     }
@@ -208,13 +157,29 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
         if (!is_b && row < M && k0 + k + 3 < K && K % 4 == 0) {  // 16 bytes at once
             const float4 q = *reinterpret_cast<const float4*>(A + (long long)row * K + k0 + k);
             v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
-            for (int j = 0; j < 4; ++j) v[i][j] = scaled_by(v[i][j], ea, row);
+            for (int j = 0; j < 4; ++j) v[i][j] = scaled(v[i][j], ea, row);
         } else {
             for (int j = 0; j < 4; ++j)
                 v[i][j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K
-                    ? scaled_by(A[(long long)row * K + k0 + k + j], ea, row) : 0.0f;
+                    ? scaled(A[(long long)row * K + k0 + k + j], ea, row) : 0.0f;
         }
     }
+    if (gather)  // the 8 threads of a record row (adjacent lanes) join their largest, then one adds it
+        for (int i = 0; i < 4; ++i) {
+            int top = 0, nonfinite = 0;
+            for (int j = 0; j < 4; ++j)
+                top = max(top, magnitude_of(v[i][j])), nonfinite |= exponent_of(v[i][j]) < 0;
+            for (int o = 4; o > 0; o /= 2)
+                top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o)),
+                nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, o);
+            const int row = r0 + (threadIdx.x + 256 * i) / 8;
+            if (threadIdx.x % 8 == 0 && row < (is_b ? N : M)) {
+                int* at = is_b ? &eb[row] : &ea[row];
+                if (top > *at) atomicMax(at, top);  // (most tiles find their row's largest there)
+                if (nonfinite) bad[is_b ? M + row : row] = bad[M + N] = 1;
+            }
+        }
+    if (AREG && !is_b) return;  // (step 5 splits A itself: its magnitudes alone are gathered)
     for (int i = 0; i < 4; ++i) {
         const int e = threadIdx.x + 256 * i, r = e / 8, k = 4 * (e % 8);
         float big[4], small[4];
@@ -223,6 +188,44 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
         *reinterpret_cast<float4*>(record + at) = make_float4(big[0], big[1], big[2], big[3]);
         *reinterpret_cast<float4*>(record + TILE_FLOATS + at) =
             make_float4(small[0], small[1], small[2], small[3]);
+    }
+}
+
+// A and B into records, tile (blockIdx.x, blockIdx.y) of A where blockIdx.z = 0, of B where 1;
+// where SCALED, unscaled but gathering each row's and column's magnitude and non-finite flags
+// (ea, eb, bad: zeroed before the launch). Launch: block 256, grid
+// (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2).
+extern "C" __global__ void __launch_bounds__(256)
+pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
+           float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb,
+           int* __restrict__ bad) {
+    __shared__ float T[32][129];
+    const bool is_b = blockIdx.z == 1;
+    if (blockIdx.y * 128 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N
+    pack_tile(A, B, Ap, Bp, M, N, K, is_b, blockIdx.x, blockIdx.y, T, ea, eb, bad, SCALED, false);
+}
+
+// Where SCALED, after pack_split: the panels of 128 rows of A (blockIdx.x < CEIL_DIV(M, 128)),
+// or of 128 columns of B (the blocks after), that hold a row or column outside the safe range
+// (shift_of) are packed again, scaled; the others (the usual case: the block reads 128
+// magnitudes and returns) stand. blockIdx.y takes every gridDim.y-th k-tile of the panel.
+// Launch: block 256, grid (CEIL_DIV(M, 128) + CEIL_DIV(N, 128), any).
+extern "C" __global__ void __launch_bounds__(256)
+rescale(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
+        float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb) {
+    __shared__ float T[32][129];
+    __shared__ int any;
+    const bool is_b = (int)blockIdx.x >= CEIL_DIV(M, 128);
+    const int panel = is_b ? blockIdx.x - CEIL_DIV(M, 128) : blockIdx.x, r = panel * 128 + threadIdx.x;
+    if (AREG && !is_b) return;  // (step 5 scales A's fragments itself)
+    if (threadIdx.x == 0) any = 0;
+    __syncthreads();
+    if (threadIdx.x < 128 && r < (is_b ? N : M) && shift_of(is_b ? eb[r] : ea[r]) != 0) any = 1;
+    __syncthreads();
+    if (!any) return;
+    for (int kt = blockIdx.y; kt < CEIL_DIV(K, 32); kt += gridDim.y) {
+        pack_tile(A, B, Ap, Bp, M, N, K, is_b, kt, panel, T, ea, eb, nullptr, false, true);
+        __syncthreads();  // (T is read by every thread before the next k-tile refills it)
     }
 }
 
@@ -247,7 +250,9 @@ __device__ __forceinline__ float* slice_of(float* C, int M, int N, int K, int* k
     return C + (long long)blockIdx.z * M * N;
 }
 
-// Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, scaled back where SCALED.
+// Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, scaled back where SCALED
+// (and a row or column was scaled: most elements need no ldexpf). A thread's sums come in pairs
+// of adjacent columns: 8 bytes a store where N is even.
 __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int2 tile, int wg,
                                            int M, int N, const int* ea, const int* eb) {
     const int lane = threadIdx.x % 128, w = lane / 32, g = lane % 32 / 4, t = lane % 4;
@@ -255,13 +260,23 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
 #pragma unroll
     for (int j = 0; j < 16; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int r = row + 8 * (i / 2), c = col + 8 * j + i % 2;
+        for (int h = 0; h < 2; ++h) {  // rows row and row + 8: acc[4 j + 2 h] and the next column's
+            const int r = row + 8 * h, c = col + 8 * j;
+            if (r >= M || c >= N) continue;
+            float x = acc[4 * j + 2 * h], y = acc[4 * j + 2 * h + 1];
 #if SCALED
-            if (r < M && c < N) C[(long long)r * N + c] = ldexpf(acc[4 * j + i], ea[r] + eb[c] - 254);
-#else
-            if (r < M && c < N) C[(long long)r * N + c] = acc[4 * j + i];
+            const int sr = shift_of(ea[r]), sx = sr + shift_of(eb[c]);
+            const int sy = c + 1 < N ? sr + shift_of(eb[c + 1]) : 0;
+            if (sx != 0) x = ldexpf(x, sx);
+            if (sy != 0) y = ldexpf(y, sy);
 #endif
+            float* at = C + (long long)r * N + c;
+            if (N % 2 == 0) {
+                *reinterpret_cast<float2*>(at) = make_float2(x, y);  // (c is even, and so is N)
+            } else {
+                at[0] = x;
+                if (c + 1 < N) at[1] = y;
+            }
         }
 }
 

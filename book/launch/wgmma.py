@@ -36,17 +36,20 @@ def records(rows: int, K: int):
 
 @lru_cache(maxsize=None)
 def _kernels(defines: tuple = DEFINES):
-    """(pack_split, the product kernel, its dynamic shared memory, its threads per block),
-    loaded once: the launches of a call must follow each other closely, or the GPU waits between
-    them. With SCALED = 1 in ``defines`` both scale; with PRODUCER = 1 the product is
-    matmul_tf32x3_ws (a producer warpgroup: 384 threads), with AREG = 1 matmul_tf32x3_areg (A
-    split in registers: pack_split packs B alone), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
+    """(pack_split, rescale, the product kernel, its dynamic shared memory, its threads per
+    block), loaded once: the launches of a call must follow each other closely, or the GPU
+    waits between them. With SCALED = 1 in ``defines`` pack_split gathers each row's and
+    column's magnitude, rescale scales those outside the safe range and the product scales
+    back; with PRODUCER = 1 the product is matmul_tf32x3_ws (a producer warpgroup: 384
+    threads), with AREG = 1 matmul_tf32x3_areg (A split in registers: pack_split packs B
+    alone), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
     d = dict(defines)
     if d.get("AREG") and d.get("PRODUCER"):
         raise LaunchError("10_wgmma.cu: AREG = 1 (step 5) and PRODUCER = 1 (step 4) are two "
                           "product kernels; choose one")
-    pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS,
-                             defines={k: 1 for k in ("SCALED", "AREG") if d.get(k)})
+    packing = {k: 1 for k in ("SCALED", "AREG") if d.get(k)}
+    pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS, defines=packing)
+    rescale = load_kernel(SOURCE, "rescale", options=OPTIONS, defines=packing)
     name, threads = ("matmul_tf32x3_ws", 384) if d.get("PRODUCER") else \
         ("matmul_tf32x3_areg", 256) if d.get("AREG") else ("matmul_tf32x3_wgmma", 256)
     main = load_kernel(SOURCE, name, defines=d, options=OPTIONS)
@@ -55,51 +58,59 @@ def _kernels(defines: tuple = DEFINES):
     need = main.module.static_shared(name) + smem
     if need > main.max_dynamic_shared_size_bytes:
         main.max_dynamic_shared_size_bytes = need
-    return pack_split, main, smem, threads
+    return pack_split, rescale, main, smem, threads
 
 
 @lru_cache(maxsize=1)
 def _no_scales():
-    """A stand-in for the exponent arrays where the build does not scale (never read)."""
+    """A stand-in for the magnitude and flag arrays where the build does not scale (never read)."""
     return xp.zeros(1, dtype=xp.int32)
 
 
+def flags(M: int, N: int):
+    """(ea, eb, bad), zeroed in one launch, for :func:`pack` to fill where SCALED = 1: the
+    magnitude of each row of A and column of B (10_wgmma.cu's magnitude_of: the largest
+    exponent field of a nonzero finite element, plus one; 0 for a zero row), and 1 for each row
+    of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf or NaN, bad[M + N] = 1 if any
+    does."""
+    f = xp.zeros(2 * (M + N) + 1, dtype=xp.int32)
+    return f[:M], f[M:M + N], f[M + N:]
+
+
 def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DEFINES,
-         ea=None, eb=None) -> None:
-    """Split A and B into their records (from :func:`records`), in one launch; scaled by the
-    exponents ``ea`` and ``eb`` where ``defines`` has SCALED = 1. With AREG = 1, B alone
-    (``a_records`` is not used: the product splits A itself)."""
-    areg = bool(dict(defines).get("AREG"))
-    grid = (_ceil(K, K_TILE), _ceil(N if areg else max(M, N), TILE), 1 if areg else 2)
-    _kernels(tuple(defines))[0](grid, (256, 1),
-                                (A, B, b_records if areg else a_records, b_records, *map(np.int32, (M, N, K)),
-                                 _no_scales() if ea is None else ea,
-                                 _no_scales() if eb is None else eb))
+         ea=None, eb=None, bad=None) -> None:
+    """Split A and B into their records (from :func:`records`), in one launch, gathering the
+    magnitudes and flags into ``ea``, ``eb`` and ``bad`` (from :func:`flags`) where ``defines``
+    has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not used: the product
+    splits A itself)."""
+    grid = (_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2)
+    ea, eb, bad = (_no_scales() if x is None else x for x in (ea, eb, bad))
+    a_records = b_records if a_records is None else a_records  # (AREG: never written)
+    _kernels(tuple(defines))[0](grid, (256, 1), (A, B, a_records, b_records,
+                                                 *map(np.int32, (M, N, K)), ea, eb, bad))
 
 
-@lru_cache(maxsize=1)
-def _exponents():
-    return load_kernel(SOURCE, "exponents", options=OPTIONS)
+RESCALE_SLICES = 16
+"""rescale's blocks per panel: each takes every 16th k-tile of its panel, where it needs it."""
 
 
-def exponents(A, B, M: int, N: int, K: int):
-    """(ea, eb, bad): the largest exponent field of each row of A's and column of B's finite
-    elements, and 1 for each row of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf
-    or NaN, bad[M + N] = 1 if any does (10_wgmma.cu's exponents)."""
-    flags = xp.zeros(2 * (M + N) + 1, dtype=xp.int32)  # one launch zeroes all three
-    ea, eb, bad = flags[:M], flags[M:M + N], flags[M + N:]
-    _exponents()((M + _ceil(N, 256) * _ceil(K, 64),), (256, 1),
-                 (A, B, ea, eb, bad, *map(np.int32, (M, N, K))))
-    return ea, eb, bad
+def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, ea, eb) -> None:
+    """After :func:`pack` where SCALED = 1: each panel of 128 rows of A (columns of B) that
+    holds a row (column) outside the safe range, packed again, scaled (10_wgmma.cu's rescale);
+    for the others the blocks read the magnitudes and return."""
+    grid = (_ceil(M, TILE) + _ceil(N, TILE), min(_ceil(K, K_TILE), RESCALE_SLICES))
+    a_records = b_records if a_records is None else a_records  # (AREG: never written)
+    _kernels(tuple(defines))[1](grid, (256, 1), (A, B, a_records, b_records,
+                                                 *map(np.int32, (M, N, K)), ea, eb))
 
 
 def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, splits: int = 1):
     """C = A B with 3xTF32 on wgmma (A: M x K, B: K x N, C: M x N, contiguous float32);
     ``defines`` of 10_wgmma.cu as (name, value) pairs. With SCALED = 1, rows of A and columns
-    of B are scaled by powers of two first, and the call returns the flags of the rows of A
-    and columns of B that hold Inf or NaN (``exponents``' bad; else None). ``splits`` > 1:
-    split-K, C a workspace of ``splits`` M x N slices (shape (splits * M, N)) whose sum is A B,
-    for the caller to add up (09_splitk.cu)."""
+    of B outside the safe range are scaled by powers of two first, and the call returns the
+    flags of the rows of A and columns of B that hold Inf or NaN (:func:`flags`' bad; else
+    None). ``splits`` > 1: split-K, C a workspace of ``splits`` M x N slices (shape
+    (splits * M, N)) whose sum is A B, for the caller to add up (09_splitk.cu)."""
     for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (splits * M, N))):
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
@@ -110,11 +121,11 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
         _workspace[key] = (None if areg else records(M, K), records(N, K))
     a_records, b_records = _workspace[key]
-    ea = eb = _no_scales()
-    bad = None
-    if dict(defines).get("SCALED"):
-        ea, eb, bad = exponents(A, B, M, N, K)
-    pack(A, B, a_records, b_records, M, N, K, defines, ea, eb)
+    scaled = bool(dict(defines).get("SCALED"))
+    ea, eb, bad = flags(M, N) if scaled else (None, None, None)
+    pack(A, B, a_records, b_records, M, N, K, defines, ea, eb, bad)
+    if scaled:
+        rescale(A, B, a_records, b_records, M, N, K, defines, ea, eb)
     product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb)
     return bad
 
@@ -124,8 +135,8 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
     """The product launch alone: C (or its ``splits`` slices) from pack's records (with AREG = 1,
     ``a_records`` is A itself), with the kernel ``defines`` name (matmul_tf32x3_wgmma, or
     matmul_tf32x3_ws where PRODUCER = 1, matmul_tf32x3_areg where AREG = 1);
-    ``ea``, ``eb``: the exponents the records were scaled by, where SCALED = 1."""
-    kernel, smem, threads = _kernels(tuple(defines))[1:]
+    ``ea``, ``eb``: the magnitudes that set the records' scales, where SCALED = 1."""
+    kernel, smem, threads = _kernels(tuple(defines))[2:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
     kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
                                 _no_scales() if ea is None else ea, _no_scales() if eb is None else eb),
@@ -138,7 +149,7 @@ def _fix_nonfinite():
 
 
 def fix_nonfinite(A, B, C, bad, M: int, N: int, K: int) -> None:
-    """C's elements in the rows of A and columns of B that ``bad`` (from :func:`exponents`) flags,
+    """C's elements in the rows of A and columns of B that ``bad`` (from :func:`flags`) flags,
     recomputed with float32 FMAs (10_wgmma.cu's fix_nonfinite; nothing where none is flagged,
     decided on the GPU: no wait for the host)."""
     _fix_nonfinite()((min(_ceil(M * N, 256), 1024),), (256, 1), (A, B, C, bad, *map(np.int32, (M, N, K))))
