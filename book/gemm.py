@@ -44,7 +44,7 @@ import pandas as pd
 
 from .harness import results
 from .harness.measure import build_ahead, sweep
-from .launch.runtime import BACKEND, LaunchError, build_all, load_kernel, to_host, xp
+from .launch.runtime import BACKEND, LaunchError, build_all, load_kernel, to_host, unchecked, xp
 from .registry import KernelSpec, async_tile, ceil_div, warptile
 
 CONFIGS = {
@@ -344,7 +344,7 @@ where few warps run, they, not DRAM, set the pace)."""
 
 @lru_cache(maxsize=None)
 def _skinny(pr: int, name: str):
-    return _unchecked(load_kernel("09_skinny.cu", name, defines={"PR": pr, "WARPS": SKINNY_WARPS}))
+    return unchecked(load_kernel("09_skinny.cu", name, defines={"PR": pr, "WARPS": SKINNY_WARPS}))
 
 
 @lru_cache(maxsize=None)
@@ -450,7 +450,7 @@ def _packed(X, rows: int, cols: int, ldx: int, ldy: int, slot: int):
 
 @lru_cache(maxsize=1)
 def _transpose():
-    return _unchecked(load_kernel("09_transpose.cu", "transpose"))
+    return unchecked(load_kernel("09_transpose.cu", "transpose"))
 
 
 def packed_plans(plans, layout: str) -> list:
@@ -479,7 +479,7 @@ def _resident_blocks(config: str, layout: str = "nn", align: int = 4) -> int:
         return STREAMK_CPU_BLOCKS
     from .harness.device import device_report
     spec = _entry(config, "matmul_streamk", layout, align)
-    fn = _unchecked(spec.kernel())
+    fn = unchecked(spec.kernel())
     per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
         getattr(fn, "kernel", fn).ptr, spec.block[0], spec.shared_mem(0))
     return device_report()["sms"] * max(per_sm, 1)
@@ -604,15 +604,9 @@ def _kernel(config: str, entry: str, layout: str = "nn", align: int = 4):
     per-call checks (the callers have checked the arguments), so a call costs no host work beyond
     the launch itself. Called only where the device can run it."""
     spec = _entry(config, entry, layout, align)
-    fn = _unchecked(spec.kernel())
+    fn = unchecked(spec.kernel())
     shared = 0 if entry == "streamk_fixup" else spec.shared_mem(0)
     return lambda grid, args: fn(grid, spec.block, args, shared_mem=shared)
-
-
-def _unchecked(kernel):
-    """The launch function of a compiled kernel as ``sgemm`` calls it: on the GPU CuPy's own,
-    without the launch API's per-call argument checks; on the CPU the emulator's launch."""
-    return kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel
 
 
 @lru_cache(maxsize=None)
@@ -646,7 +640,7 @@ def _entry(config: str, entry: str, layout: str = "nn", align: int = 4) -> Kerne
 
 @lru_cache(maxsize=1)
 def _reducer():
-    return _unchecked(load_kernel("09_splitk.cu", "splitk_reduce"))
+    return unchecked(load_kernel("09_splitk.cu", "splitk_reduce"))
 
 
 FALLBACK = "warptile"
@@ -1556,7 +1550,7 @@ def block_times(config: str, n: int, move_edges: bool = True, repeats: int = 3) 
     and check every copy. The last of ``repeats`` launches is kept (the others warm up)."""
     from .harness.check import device_inputs
     spec = _timed_spec(config, move_edges)
-    kernel, (gx, gy) = _unchecked(spec.kernel()), spec.grid(n, n)
+    kernel, (gx, gy) = unchecked(spec.kernel()), spec.grid(n, n)
     A, B = device_inputs(n, n, n, seed=0)
     C, T = xp.empty((n, n), dtype=xp.float32), xp.zeros(3 * gx * gy, dtype=xp.uint64)
     for _ in range(repeats):

@@ -477,6 +477,10 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
             rank = list(m.plan).index("sgemm_64x128/3s_sk") + 1
             first16 = m.head(16).measured_us.min()
             assert rank == 41 and round(first16 / m.set_index("plan").measured_us["sgemm_64x128/3s_sk"] * 100 - 100) == 23
+        s = df[(df.kernel == S.BookSgemm.id) & (df.set == "suite")].set_index(["M", "N", "K"]).pct_of_cublas
+        assert (round(s[(1000,) * 3], 1), round(s[(8192,) * 3], 1)) == ((90.8, 100.2) if h100 else (91.6, 100.8))
+        assert 98 <= s[(4096,) * 3] < 99.5, device                   # "98 to 99%" ("What is left")
+        assert round(S.geomean_pct(s), 1) == (100.4 if h100 else 100.6), device
     fresh = S.recorded_heldout("fresh")
     assert fresh.keys() == runs.keys()
     for device, (df, model) in fresh.items():  # the second set's prose, and "What is left"

@@ -135,8 +135,9 @@ __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
 // at float (i * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS of Ap or Bp. T: the block's shared 32 x 129
 // floats, to read B's piece along its rows. `gather` (pack_split where SCALED): also each row's
 // (column's) magnitude into ea (eb), by atomicMax, and the flags of rows and columns with Inf or
-// NaN into bad (bad[m], bad[M + n], and bad[M + N] for any); `scale`: multiplied by
-// scale_of first (rescale, with ea and eb complete).
+// NaN into bad (bad[m], bad[M + n], and bad[M + N] for any; such a row's magnitude may miss the
+// 32 k's that hold its Inf or NaN, and fix_nonfinite recomputes its elements of C anyway);
+// `scale`: multiplied by scale_of first (rescale, with ea and eb complete).
 __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ Ap, float* __restrict__ Bp, int M,
                                           int N, int K, bool is_b, int kt, int panel, float (*T)[129],
@@ -165,18 +166,15 @@ __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const flo
         }
     }
     if (gather)  // the 8 threads of a record row (adjacent lanes) join their largest, then one adds it
-        for (int i = 0; i < 4; ++i) {
-            int top = 0, nonfinite = 0;
+        for (int i = 0; i < 4; ++i) {  // (256 stands for Inf or NaN: one shuffle carries both)
+            int top = 0;
             for (int j = 0; j < 4; ++j)
-                top = max(top, magnitude_of(v[i][j])), nonfinite |= exponent_of(v[i][j]) < 0;
-            for (int o = 4; o > 0; o /= 2)
-                top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o)),
-                nonfinite |= __shfl_xor_sync(0xFFFFFFFFu, nonfinite, o);
+                top = max(top, exponent_of(v[i][j]) < 0 ? 256 : magnitude_of(v[i][j]));
+            for (int o = 4; o > 0; o /= 2) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
             const int row = r0 + (threadIdx.x + 256 * i) / 8;
             if (threadIdx.x % 8 == 0 && row < (is_b ? N : M)) {
-                int* at = is_b ? &eb[row] : &ea[row];
-                if (top > *at) atomicMax(at, top);  // (most tiles find their row's largest there)
-                if (nonfinite) bad[is_b ? M + row : row] = bad[M + N] = 1;
+                if (top == 256) bad[is_b ? M + row : row] = bad[M + N] = 1;
+                else if (top > 0) atomicMax(is_b ? &eb[row] : &ea[row], top);  // (no wait: unused)
             }
         }
     if (AREG && !is_b) return;  // (step 5 splits A itself: its magnitudes alone are gathered)
@@ -214,15 +212,11 @@ extern "C" __global__ void __launch_bounds__(256)
 rescale(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
         float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb) {
     __shared__ float T[32][129];
-    __shared__ int any;
     const bool is_b = (int)blockIdx.x >= CEIL_DIV(M, 128);
     const int panel = is_b ? blockIdx.x - CEIL_DIV(M, 128) : blockIdx.x, r = panel * 128 + threadIdx.x;
     if (AREG && !is_b) return;  // (step 5 scales A's fragments itself)
-    if (threadIdx.x == 0) any = 0;
-    __syncthreads();
-    if (threadIdx.x < 128 && r < (is_b ? N : M) && shift_of(is_b ? eb[r] : ea[r]) != 0) any = 1;
-    __syncthreads();
-    if (!any) return;
+    if (!__syncthreads_or(threadIdx.x < 128 && r < (is_b ? N : M) && shift_of(is_b ? eb[r] : ea[r]) != 0))
+        return;
     for (int kt = blockIdx.y; kt < CEIL_DIV(K, 32); kt += gridDim.y) {
         pack_tile(A, B, Ap, Bp, M, N, K, is_b, kt, panel, T, ea, eb, nullptr, false, true);
         __syncthreads();  // (T is read by every thread before the next k-tile refills it)
@@ -250,11 +244,24 @@ __device__ __forceinline__ float* slice_of(float* C, int M, int N, int K, int* k
     return C + (long long)blockIdx.z * M * N;
 }
 
-// Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, scaled back where SCALED
-// (and a row or column was scaled: most elements need no ldexpf). A thread's sums come in pairs
-// of adjacent columns: 8 bytes a store where N is even.
+// Whether rescale scaled any row of A or column of B that this tile of C meets: where none (the
+// usual case), the store writes the sums as they are, without reading a shift per element
+// (that cost a third of the product's time where storing C is most of it: 16384^2 x 256).
+// Every thread of the block calls it.
+__device__ __forceinline__ bool tile_scaled(int2 tile, int M, int N, const int* ea, const int* eb) {
+#if SCALED
+    const int i = threadIdx.x % 256, r = tile.x * 128 + i, c = tile.y * 128 + i - 128;
+    return __syncthreads_or(i < 128 ? r < M && shift_of(ea[r]) != 0 : c < N && shift_of(eb[c]) != 0);
+#else
+    return false;
+#endif
+}
+
+// Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, each multiplied back by
+// its row's and column's powers of two where `scaled`. A thread's sums come in pairs of adjacent
+// columns: 8 bytes a store where N is even.
 __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int2 tile, int wg,
-                                           int M, int N, const int* ea, const int* eb) {
+                                           int M, int N, const int* ea, const int* eb, bool scaled) {
     const int lane = threadIdx.x % 128, w = lane / 32, g = lane % 32 / 4, t = lane % 4;
     const int row = tile.x * 128 + wg * 64 + 16 * w + g, col = tile.y * 128 + 2 * t;
 #pragma unroll
@@ -264,12 +271,11 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
             const int r = row + 8 * h, c = col + 8 * j;
             if (r >= M || c >= N) continue;
             float x = acc[4 * j + 2 * h], y = acc[4 * j + 2 * h + 1];
-#if SCALED
-            const int sr = shift_of(ea[r]), sx = sr + shift_of(eb[c]);
-            const int sy = c + 1 < N ? sr + shift_of(eb[c + 1]) : 0;
-            if (sx != 0) x = ldexpf(x, sx);
-            if (sy != 0) y = ldexpf(y, sy);
-#endif
+            if (scaled) {
+                const int sr = shift_of(ea[r]);
+                x = ldexpf(x, sr + shift_of(eb[c]));
+                if (c + 1 < N) y = ldexpf(y, sr + shift_of(eb[c + 1]));
+            }
             float* at = C + (long long)r * N + c;
             if (N % 2 == 0) {
                 *reinterpret_cast<float2*>(at) = make_float2(x, y);  // (c is even, and so is N)
@@ -315,6 +321,7 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
     int kt0, tiles;
     C = slice_of(C, M, N, K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
+    const bool scaled = tile_scaled(tile, M, N, ea, eb);
     const int all = CEIL_DIV(K, 32);
     const float* a_records = Ap + ((long long)tile.x * all + kt0) * RECORD_FLOATS;
     const float* b_records = Bp + ((long long)tile.y * all + kt0) * RECORD_FLOATS;
@@ -353,7 +360,7 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
         __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
         if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
     }
-    store_tile(C, acc, tile, wg, M, N, ea, eb);
+    store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
 }
 
 // matmul_tf32x3_wgmma with a producer (step 4): the same sums, in the same order, but
@@ -382,6 +389,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
     int kt0, tiles;
     C = slice_of(C, M, N, K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
+    const bool scaled = tile_scaled(tile, M, N, ea, eb);
     if (tid == 0)
         for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]), barrier_init(&empty[s], 2);
     __syncthreads();
@@ -443,7 +451,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
         }
     }
 #endif
-    store_tile(C, acc, tile, wg, M, N, ea, eb);
+    store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
 }
 
 // Step 5, A from registers (matmul_tf32x3_areg): the same sums, in the same order, as
@@ -473,6 +481,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
     int kt0, tiles;
     C = slice_of(C, M, N, K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
+    const bool scaled = tile_scaled(tile, M, N, ea, eb);
     const float* b_records = Bp + ((long long)tile.y * CEIL_DIV(K, 32) + kt0) * RECORD_FLOATS;
     if (tid == 0)
         for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]);
@@ -554,7 +563,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
             }
         if (c0 + CHUNK > tiles) add();  // the last chunk, cut short
     }
-    store_tile(C, acc, tile, wg, M, N, ea, eb);
+    store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
 }
 
 // The ceiling of wgmma with TF32: two warpgroups per block each issue, iters times, the 12

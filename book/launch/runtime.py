@@ -418,6 +418,14 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
     return _kernels[key, name]
 
 
+def unchecked(kernel: Kernel):
+    """The launch function of a compiled kernel as the library's calls use it (``sgemm``, its
+    3xTF32 launches), which have checked their arguments already: on the GPU CuPy's own, without
+    the launch API's per-call checks (they cost tens of µs of host time a launch); on the CPU
+    the emulator's launch."""
+    return kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel
+
+
 def build_all(builds, workers: int | None = None) -> int:
     """Compile many builds at once on the GPU, one thread each (NVRTC builds are independent and
     CuPy's compile runs outside Python's lock); returns how many compiled.

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .runtime import LaunchError, load_kernel, xp
+from .runtime import LaunchError, load_kernel, unchecked, xp
 
 SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
 TILE, K_TILE, RECORD_FLOATS = 128, 32, 2 * 128 * 32
@@ -37,7 +37,8 @@ def records(rows: int, K: int):
 @lru_cache(maxsize=None)
 def _kernels(defines: tuple = DEFINES):
     """(pack_split, rescale, the product kernel, its dynamic shared memory, its threads per
-    block), loaded once: the launches of a call must follow each other closely, or the GPU
+    block), loaded once, as launch functions without per-call checks (the callers here build
+    their arguments; :func:`tf32x3_wgmma` checks its operands): the launches of a call must follow each other closely, or the GPU
     waits between them. With SCALED = 1 in ``defines`` pack_split gathers each row's and
     column's magnitude, rescale scales those outside the safe range and the product scales
     back; with PRODUCER = 1 the product is matmul_tf32x3_ws (a producer warpgroup: 384
@@ -58,7 +59,7 @@ def _kernels(defines: tuple = DEFINES):
     need = main.module.static_shared(name) + smem
     if need > main.max_dynamic_shared_size_bytes:
         main.max_dynamic_shared_size_bytes = need
-    return pack_split, rescale, main, smem, threads
+    return unchecked(pack_split), unchecked(rescale), unchecked(main), smem, threads
 
 
 @lru_cache(maxsize=1)
@@ -145,7 +146,7 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
 
 @lru_cache(maxsize=1)
 def _fix_nonfinite():
-    return load_kernel(SOURCE, "fix_nonfinite", options=OPTIONS)
+    return unchecked(load_kernel(SOURCE, "fix_nonfinite", options=OPTIONS))
 
 
 def fix_nonfinite(A, B, C, bad, M: int, N: int, K: int) -> None:
