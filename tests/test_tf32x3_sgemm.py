@@ -79,8 +79,8 @@ def test_an_unknown_precision_is_refused():
 def test_pack_gathers_each_rows_and_columns_magnitude(shape):
     """10_wgmma.cu's pack_split (SCALED): the largest exponent field of the nonzero finite
     elements of each row of A and each column of B, plus one (0 for a zero row; at most that
-    where the row holds Inf or NaN), and the rows and columns that hold Inf or NaN -- 16-byte loads where K is a multiple of 4, single floats
-    elsewhere; a zero row and a subnormal one."""
+    where the row holds Inf or NaN), and the rows and columns that hold Inf or NaN -- 16-byte
+    loads where K is a multiple of 4, single floats elsewhere; a zero row and a subnormal one."""
     from book.launch import wgmma as W
     M, N, K = shape
     rng = np.random.default_rng(sum(shape))
@@ -92,13 +92,13 @@ def test_pack_gathers_each_rows_and_columns_magnitude(shape):
     a[M - 1], b[:, 0] = 0.0, np.float32(2.0 ** -140)  # (when M or N is 1, these win)
     A, B = to_device(a), to_device(b)
     ea, eb, bad = W.flags(M, N)
-    defines = S.TF32X3_DEFINES
-    W.pack(A, B, W.records(M, K), W.records(N, K), M, N, K, defines, ea, eb, bad)
+    W.pack(A, B, W.records(M, K), W.records(N, K), M, N, K, S.TF32X3_DEFINES, ea, eb, bad)
     ea, eb, bad = (to_host(x) for x in (ea, eb, bad))
-    field = lambda x: np.where(np.isfinite(x) & (x != 0), ((x.view(np.int32) >> 23) & 255) + 1, 0)
     fa, fb = np.isfinite(a).all(axis=1), np.isfinite(b).all(axis=0)  # (rows with Inf or NaN are
-    np.testing.assert_array_equal(ea[fa], field(a).max(axis=1)[fa])    # recomputed: their
-    np.testing.assert_array_equal(eb[fb], field(b).max(axis=0)[fb])    # magnitudes are not read)
+    # recomputed: their magnitudes are not read)
+    field = lambda x: np.where(np.isfinite(x) & (x != 0), ((x.view(np.int32) >> 23) & 255) + 1, 0)
+    np.testing.assert_array_equal(ea[fa], field(a).max(axis=1)[fa])
+    np.testing.assert_array_equal(eb[fb], field(b).max(axis=0)[fb])
     assert (ea <= field(a).max(axis=1)).all() and (eb <= field(b).max(axis=0)).all()
     want = np.concatenate([~np.isfinite(a).all(axis=1), ~np.isfinite(b).all(axis=0)])
     np.testing.assert_array_equal(bad.astype(bool), np.append(want, want.any()))

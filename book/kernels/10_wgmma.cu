@@ -72,11 +72,8 @@ __device__ __forceinline__ int exponent_of(float x) {
     return e == 255 ? -1 : e;
 }
 
-// A row's (column's) magnitude, as pack_split gathers it in ea and eb: the largest exponent
-// field of its finite nonzero elements plus one (1 where they are all subnormal), 0 where every
-// element is zero (or Inf or NaN).
-__device__ __forceinline__ int magnitude_of(float x) { return x == 0.0f ? 0 : exponent_of(x) + 1; }
-
+// A row's (column's) *magnitude*, as pack_split gathers it in ea and eb: the exponent field of
+// its largest finite element plus one (1 where that is subnormal), 0 where every element is zero.
 // Rows and columns whose largest element lies within 2^-40 .. 2^40 (fields 87 .. 167) are not
 // scaled: there a largest element times a largest element lies within 2^-80 .. 2^80, its small
 // terms (2^-11 below) and the terms 2^-24 below those stay in float32's normal range (above
@@ -133,15 +130,14 @@ __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
 // columns r0 .. are the record's rows) into its record: A's rows are the record rows (k = its
 // column); B's columns are (k = its row). Record (i, kt) -- rows 128 i .., k's 32 kt .. -- starts
 // at float (i * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS of Ap or Bp. T: the block's shared 32 x 129
-// floats, to read B's piece along its rows. `gather` (pack_split where SCALED): also each row's
-// (column's) magnitude into ea (eb), by atomicMax, and the flags of rows and columns with Inf or
-// NaN into bad (bad[m], bad[M + n], and bad[M + N] for any; such a row's magnitude may miss the
-// 32 k's that hold its Inf or NaN, and fix_nonfinite recomputes its elements of C anyway);
+// floats, to read B's piece along its rows. `gather` (pack_split where SCALED): top[i] takes the
+// bits of the largest |x| of this thread's piece i (of record row (threadIdx.x + 256 i) / 8);
 // `scale`: multiplied by scale_of first (rescale, with ea and eb complete).
 __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ Ap, float* __restrict__ Bp, int M,
                                           int N, int K, bool is_b, int kt, int panel, float (*T)[129],
-                                          int* ea, int* eb, int* bad, bool gather, bool scale) {
+                                          const int* ea, const int* eb, int (&top)[4], bool gather,
+                                          bool scale) {
     const int k0 = kt * 32, r0 = panel * 128;
     float* record = (is_b ? Bp : Ap) + ((long long)panel * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS;
     auto scaled = [&](float x, const int* e, int i) { return scale ? scaled_by(x, e, i) : x; };
@@ -165,18 +161,9 @@ __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const flo
                     ? scaled(A[(long long)row * K + k0 + k + j], ea, row) : 0.0f;
         }
     }
-    if (gather)  // the 8 threads of a record row (adjacent lanes) join their largest, then one adds it
-        for (int i = 0; i < 4; ++i) {  // (256 stands for Inf or NaN: one shuffle carries both)
-            int top = 0;
-            for (int j = 0; j < 4; ++j)
-                top = max(top, exponent_of(v[i][j]) < 0 ? 256 : magnitude_of(v[i][j]));
-            for (int o = 4; o > 0; o /= 2) top = max(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
-            const int row = r0 + (threadIdx.x + 256 * i) / 8;
-            if (threadIdx.x % 8 == 0 && row < (is_b ? N : M)) {
-                if (top == 256) bad[is_b ? M + row : row] = bad[M + N] = 1;
-                else if (top > 0) atomicMax(is_b ? &eb[row] : &ea[row], top);  // (no wait: unused)
-            }
-        }
+    if (gather)  // the largest |x| as its bits (in that order for every float; above all finite
+        for (int i = 0; i < 4; ++i)  // ones for Inf and NaN): two instructions an element
+            for (int j = 0; j < 4; ++j) top[i] = max(top[i], __float_as_int(v[i][j]) & 0x7FFFFFFF);
     if (AREG && !is_b) return;  // (step 5 splits A itself: its magnitudes alone are gathered)
     for (int i = 0; i < 4; ++i) {
         const int e = threadIdx.x + 256 * i, r = e / 8, k = 4 * (e % 8);
@@ -189,18 +176,31 @@ __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const flo
     }
 }
 
-// A and B into records, tile (blockIdx.x, blockIdx.y) of A where blockIdx.z = 0, of B where 1;
-// where SCALED, unscaled but gathering each row's and column's magnitude and non-finite flags
-// (ea, eb, bad: zeroed before the launch). Launch: block 256, grid
-// (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2).
+// A and B into records: k-tile blockIdx.x of panel blockIdx.y, of A where blockIdx.z = 0, of
+// B where 1. Where SCALED, unscaled, but gathering each row's and column's magnitude into ea and
+// eb (by atomicMax) and the flags of rows and columns with Inf or NaN into bad
+// (bad[m], bad[M + n], and bad[M + N] for any; such a row's magnitude may miss the 32 k's that
+// hold its Inf or NaN, and fix_nonfinite recomputes its elements of C anyway); ea, eb and bad
+// zeroed before the launch. Launch: block 256, grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2).
 extern "C" __global__ void __launch_bounds__(256)
 pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
            float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb,
            int* __restrict__ bad) {
     __shared__ float T[32][129];
     const bool is_b = blockIdx.z == 1;
-    if (blockIdx.y * 128 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N
-    pack_tile(A, B, Ap, Bp, M, N, K, is_b, blockIdx.x, blockIdx.y, T, ea, eb, bad, SCALED, false);
+    const int r0 = blockIdx.y * 128;
+    if (r0 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N
+    int top[4] = {0, 0, 0, 0};
+    pack_tile(A, B, Ap, Bp, M, N, K, is_b, blockIdx.x, blockIdx.y, T, ea, eb, top, SCALED, false);
+    if (SCALED)  // the 8 threads of a record row (adjacent lanes) join their largest, one adds it
+        for (int i = 0; i < 4; ++i) {
+            for (int o = 4; o > 0; o /= 2) top[i] = max(top[i], __shfl_xor_sync(0xFFFFFFFFu, top[i], o));
+            const int row = r0 + (threadIdx.x + 256 * i) / 8;
+            if (threadIdx.x % 8 == 0 && row < (is_b ? N : M)) {
+                if (top[i] >= 0x7F800000) bad[is_b ? M + row : row] = bad[M + N] = 1;  // Inf, NaN
+                else if (top[i] > 0) atomicMax(is_b ? &eb[row] : &ea[row], (top[i] >> 23) + 1);
+            }  // (the atomic's result is not used: a reduction, no wait)
+        }
 }
 
 // Where SCALED, after pack_split: the panels of 128 rows of A (blockIdx.x < CEIL_DIV(M, 128)),
@@ -218,7 +218,8 @@ rescale(const float* __restrict__ A, const float* __restrict__ B, float* __restr
     if (!__syncthreads_or(threadIdx.x < 128 && r < (is_b ? N : M) && shift_of(is_b ? eb[r] : ea[r]) != 0))
         return;
     for (int kt = blockIdx.y; kt < CEIL_DIV(K, 32); kt += gridDim.y) {
-        pack_tile(A, B, Ap, Bp, M, N, K, is_b, kt, panel, T, ea, eb, nullptr, false, true);
+        int unused[4] = {0, 0, 0, 0};
+        pack_tile(A, B, Ap, Bp, M, N, K, is_b, kt, panel, T, ea, eb, unused, false, true);
         __syncthreads();  // (T is read by every thread before the next k-tile refills it)
     }
 }

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .runtime import LaunchError, load_kernel, unchecked, xp
+from .runtime import BACKEND, LaunchError, load_kernel, unchecked, xp
 
 SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
 TILE, K_TILE, RECORD_FLOATS = 128, 32, 2 * 128 * 32
@@ -70,8 +70,8 @@ def _no_scales():
 
 def flags(M: int, N: int):
     """(ea, eb, bad), zeroed in one launch, for :func:`pack` to fill where SCALED = 1: the
-    magnitude of each row of A and column of B (10_wgmma.cu's magnitude_of: the largest
-    exponent field of a nonzero finite element, plus one; 0 for a zero row), and 1 for each row
+    magnitude of each row of A and column of B (10_wgmma.cu: the exponent field of its
+    largest finite element, plus one; 0 for a zero row), and 1 for each row
     of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf or NaN, bad[M + N] = 1 if any
     does."""
     f = xp.zeros(2 * (M + N) + 1, dtype=xp.int32)
@@ -120,10 +120,13 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     key = (M, N, K, areg)
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = (None if areg else records(M, K), records(N, K))
-    a_records, b_records = _workspace[key]
+        _workspace[key] = (None if areg else records(M, K), records(N, K), flags(M, N))
+    a_records, b_records, (ea, eb, bad) = _workspace[key]
     scaled = bool(dict(defines).get("SCALED"))
-    ea, eb, bad = flags(M, N) if scaled else (None, None, None)
+    if scaled:  # (the three arrays are one: zeroed with one memset)
+        ea.data.memset_async(0, 4 * (2 * (M + N) + 1)) if BACKEND == "gpu" else ea.base.fill(0)
+    else:
+        ea = eb = bad = None
     pack(A, B, a_records, b_records, M, N, K, defines, ea, eb, bad)
     if scaled:
         rescale(A, B, a_records, b_records, M, N, K, defines, ea, eb)
