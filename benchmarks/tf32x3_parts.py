@@ -1,6 +1,7 @@
 """Chapter 10's 3xTF32 call on a Hopper GPU, taken apart (book.tensor_cores.tf32x3_parts): its
-launches -- the split (gathering each row's magnitude), the check for rows to scale, the product kernel (step 3's; step 4's producer
-warpgroup, without and with two partial sums taking turns; step 5's, A split in registers) --
+launches -- the split (finding each row's exponent), the check for rows to scale, the product
+kernel (step 3's; step 4's producer warpgroup, without and with two partial sums taking turns;
+step 5's, A split in registers) --
 each timed alone beside the whole call, cuBLAS SGEMM and cuBLAS TF32, interleaved in rounds,
 every product checked first. Saves
 results/<gpu>/10_tf32x3_parts.csv (unless BOOK_SAVE_RESULTS=0).

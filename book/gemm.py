@@ -1019,7 +1019,8 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     without a copy. Writes into ``out`` (M x N) when given and returns C; ``beta`` other than 0
     needs ``out`` (where beta is 0, out is only written: NaN there does not reach C).
     ``precision='tf32x3'``: chapter 10's 3xTF32 kernel on wgmma, each row of A and column of B
-    scaled by a power of two first (any finite magnitude keeps float32's accuracy), the rows
+    whose largest element lies outside 2^-40 .. 2^40 scaled by a power of two first (any finite
+    magnitude keeps float32's accuracy), the rows
     and columns that hold Inf or NaN recomputed with FFMA (their Inf and NaN as cuBLAS SGEMM's);
     it reads C-contiguous copies of A and B where they are views."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):

@@ -251,6 +251,20 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
         assert goals.loc["4096³", device] == f"{at.pct_of_cublas.iloc[0] / 100:.2f}"
     summary = tc.magnitude_summary(mags)
     assert summary["mag_tf32x3_max"] <= summary["mag_cublas_min"]  # as chapter 10's prose says
+    x = goals.drop(columns="goal (x SGEMM)").astype(float)  # the prose under the goal table:
+    met = {(row, d) for row in x.index[:-1] for d in x.columns
+           if x.loc[row, d] >= float(goals.loc[row, "goal (x SGEMM)"])}
+    assert {row for row, _ in met} == {"1024 × 1024 × 16384"} and len(met) == 2  # "met ... nowhere else"
+    assert list(x.loc["1024 × 1024 × 16384"]) == [1.54, 1.50]
+    assert x.loc[["4096³", "8192³"]].stack().between(2.16, 2.35).all()       # "2.16 to 2.35"
+    assert x.loc["M, N ≥ 2048 and K ≥ 1024, lowest"].round(1).between(1.7, 1.8).all()
+    assert x.loc["1024³"].round(1).between(1.0, 1.1).all()
+    assert x.loc["whole suite, geometric mean", "NVIDIA H100 80GB HBM3"] == 1.54
+    h100 = speeds["NVIDIA H100 80GB HBM3"]
+    thin = h100[(h100.kernel == tc.Tf32x3Sgemm.id) & (h100[["M", "N"]].min(axis=1) == 128)]
+    assert (thin.pct_of_cublas / 100).round(2).between(0.75, 0.78).all() and len(thin) == 2
+    row = h100[(h100.kernel == tc.Tf32x3Sgemm.id) & (h100.K == 256)].pct_of_cublas.iloc[0]
+    assert round(row / 100, 2) == 1.95                                        # "to 1.95"
 
 
 def test_chapter_10s_parts_table_reads_every_gpus_run():
@@ -277,4 +291,7 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     assert (table["call with step 5, x SGEMM"] < table["call, x SGEMM"]).all()
     s = tc.parts_summary(runs)
     assert s["parts_call_x_4096_max"] < 2.5  # the prose's reading: short of the goal, below the bound
+    h100 = table.loc["H100"]["bound, x SGEMM"]
+    assert h100[["4096³", "8192³"]].round(1).between(2.4, 2.5).all()  # "2.4 to 2.5" ("What is left")
+    assert table["call with step 5, x SGEMM"].xs("4096³", level=1).round(1).between(1.4, 1.5).all()
     assert (table["call, x SGEMM"] < table["bound, x SGEMM"]).all()
