@@ -197,7 +197,7 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
             for (int o = 4; o > 0; o /= 2) top[i] = max(top[i], __shfl_xor_sync(0xFFFFFFFFu, top[i], o));
             const int row = r0 + (threadIdx.x + 256 * i) / 8;
             if (threadIdx.x % 8 == 0 && row < (is_b ? N : M)) {
-                if (top[i] >= 0x7F800000) bad[is_b ? M + row : row] = bad[M + N] = 1;  // Inf, NaN
+                if (top[i] >= 0x7F800000) bad[is_b ? M + row : row] = bad[M + N] = 1;  // Inf or NaN seen
                 else if (top[i] > 0) atomicMax(is_b ? &eb[row] : &ea[row], (top[i] >> 23) + 1);
             }  // (the atomic's result is not used: a reduction, no wait)
         }
