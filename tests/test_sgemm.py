@@ -462,7 +462,7 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         assert round(at(128, 2039).pct_of_cublas) == 96, device                  # "96%"
         sk = at(2141, 250)                                     # "its fastest plan ... 96 to 98%"
         assert sk.plan == sk.best_plan == "sgemm_64x128/3s_sk" and 95.5 <= sk.pct_of_cublas < 98.5
-        assert 35.5 <= at(2673, 16).pct_of_copy < 38.5, device                 # "36 to 38%"
+        assert 36.5 <= at(2673, 16).pct_of_copy < 38.5, device                 # "37 to 38%"
         assert 92.5 <= at(2673, 16).pct_of_cublas < 97.5, device               # "93 to 97%"
         small = d[d.M.isin([91, 102]) & d.N.isin([207, 968])].pct_of_cublas
         assert len(small) == 2 and small.between(101.5, 105.5).all(), device   # "102 to 105%"
@@ -494,10 +494,18 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         wide = d[(d.M == 2776) & (d.N == 6942)].iloc[0]
         assert (wide.plan.startswith("sgemm_skinnyk") and round(wide.pct_of_cublas) == 124) if h100 \
             else round(wide.pct_of_cublas) == 81, device                      # "124%", "(81%)"
+        if not h100:  # "our tile kernels write it at 40% ... (H200) where cuBLAS reaches 47 to 49%"
+            assert round(wide.pct_of_copy) == 40, device
+        assert 46.5 <= wide.pct_of_copy / wide.pct_of_cublas * 100 < 49.5, device
         outer_mid = d[d.plan.str.startswith("sgemm_skinnyk") & (d.K > 8)]
         assert len(outer_mid) == (1 if h100 else 0), device                  # "the one held-out shape"
         first = runs[device][0]
         first = first[(first.kernel == S.BookSgemm.id) & (first.set == "held-out")]
+        thin = d[(few < 64) & (d.pct_of_cublas < 90) & (d.pct_of_copy < 80) & (d.M != 12)]
+        first_thin = first[(first[["M", "N"]].min(axis=1) < 64) & (first.pct_of_cublas < 90)
+                           & (first.pct_of_copy < 80)]
+        pcts = list(thin.pct_of_cublas) + list(first_thin.pct_of_cublas)
+        assert all(75.5 <= p < 84.5 for p in pcts), device                    # "76 to 84%"
         met = sum(((x[["M", "N"]].min(axis=1) >= 64) & (x.pct_of_cublas >= 90)).sum() for x in (d, first))
         assert met == (27 if "H100" in device else 26), device                  # "27 (H100) and 26"
         worst = d.loc[d.pct_of_cublas.idxmin()]
