@@ -463,7 +463,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
 // its own elements -- rows 16 w + g and 16 w + g + 8 of its warpgroup's 64, k's t and t + 4 of
 // each 8 -- splits them in registers, scaled by its rows' powers of two, into wgmma's A
 // fragments (wgmma reads A from registers, B from shared memory). What it saves: pack_split's
-// pass over A (reading A, writing twice its bytes), and a third of the bytes copied into each
+// pass over A (reading A, writing twice its bytes), and a quarter of the bytes copied into each
 // stage. The two k-tiles of a chunk have their own set of fragments, so that the second's are
 // split while the first's wgmmas run; a set is rewritten only in the next chunk, after the
 // wait at this one's end.
