@@ -347,17 +347,29 @@ def _skinny(pr: int, name: str):
     return unchecked(load_kernel("09_skinny.cu", name, defines={"PR": pr, "WARPS": SKINNY_WARPS}))
 
 
+@lru_cache(maxsize=1)
+def _sms() -> int:
+    """This GPU's SMs (device_report asks the driver for every attribute: 0.2 ms a call; 132
+    on the CPU emulator, as the cost model assumes)."""
+    from .harness.device import device_report
+    return device_report().get("sms", 132)
+
+
 @lru_cache(maxsize=None)
 def _outer_wave(pr: int) -> int:
     """Blocks of skinny_outer (built for ``pr``) the GPU runs at once: SMs x blocks per SM (the
     driver's occupancy); on the CPU emulator 3, so that the tests' blocks take several groups."""
     if BACKEND != "gpu":
         return 3
-    from .harness.device import device_report
-    fn = _skinny(pr, "skinny_outer")
+    return _wave(_skinny(pr, "skinny_outer"), 32 * SKINNY_WARPS, 0)
+
+
+def _wave(fn, threads: int, shared: int) -> int:
+    """Blocks of a launch function (``threads`` a block, ``shared`` bytes of dynamic shared
+    memory) that the GPU runs at once: SMs x the driver's occupancy (at least one per SM)."""
     per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-        getattr(fn, "kernel", fn).ptr, 32 * SKINNY_WARPS, 0)
-    return device_report()["sms"] * max(per_sm, 1)
+        getattr(fn, "kernel", fn).ptr, threads, shared)
+    return _sms() * max(per_sm, 1)
 
 
 def _outer_grid(pr: int, M: int, N: int, one_group: int | None = None) -> tuple[int, int]:
@@ -477,12 +489,8 @@ def _resident_blocks(config: str, layout: str = "nn", align: int = 4) -> int:
     per SM for the stream-K entry (its loops hold more registers than matmul_async)."""
     if BACKEND != "gpu":
         return STREAMK_CPU_BLOCKS
-    from .harness.device import device_report
     spec = _entry(config, "matmul_streamk", layout, align)
-    fn = unchecked(spec.kernel())
-    per_sm = xp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-        getattr(fn, "kernel", fn).ptr, spec.block[0], spec.shared_mem(0))
-    return device_report()["sms"] * max(per_sm, 1)
+    return _wave(unchecked(spec.kernel()), spec.block[0], spec.shared_mem(0))
 
 
 @lru_cache(maxsize=4096)
@@ -935,8 +943,7 @@ def plan_for(M: int, N: int, K: int, layout: str = "nn"):
         return tuned
     if (M, N, K, layout) in _learned():
         return _learned()[(M, N, K, layout)]
-    from .harness.device import device_report
-    return ranked(M, N, K, device_report().get("sms", 132), layout)[0]
+    return ranked(M, N, K, _sms(), layout)[0]
 
 
 @lru_cache(maxsize=4096)  # (a pandas lookup costs more than a launch: every call asks)
@@ -952,8 +959,7 @@ def _tuned(M: int, N: int, K: int, layout: str):
     plan = _plan(row.iloc[0])
     if layout == "nn" or plan.config == FALLBACK:
         return plan
-    from .harness.device import device_report
-    sms = device_report().get("sms", 132)
+    sms = _sms()
     ways = [p for p in (in_layout(plan, layout), *packed_plans([plan], layout)) if p is not None]
     return min(ways, key=lambda p: model_seconds(p, M, N, K, sms), default=None)
 
@@ -989,9 +995,8 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn"):
     ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
     (in memory and on disk) and return it. Costs their compiles where they are new (seconds
     each, once per GPU: the book keeps them on disk) and a few runs of each."""
-    from .harness.device import device_report
     from .harness.measure import held_event_seconds
-    plans = first_call_plans(M, N, K, layout, device_report().get("sms", 132))
+    plans = first_call_plans(M, N, K, layout, _sms())
     build_all(builds_for(plans, M, N, layout))
     seconds = {}
     for plan in plans:
@@ -1020,9 +1025,9 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     needs ``out`` (where beta is 0, out is only written: NaN there does not reach C).
     ``precision='tf32x3'``: chapter 10's 3xTF32 kernel on wgmma, each row of A and column of B
     whose largest element lies outside 2^-40 .. 2^40 scaled by a power of two first (any finite
-    magnitude keeps float32's accuracy), the rows
-    and columns that hold Inf or NaN recomputed with FFMA (their Inf and NaN as cuBLAS SGEMM's);
-    it reads C-contiguous copies of A and B where they are views."""
+    magnitude keeps float32's accuracy), the rows and columns that hold Inf or NaN recomputed
+    with FFMA (their Inf and NaN as cuBLAS SGEMM's); it reads C-contiguous copies of A and B
+    where they are views."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
@@ -1086,13 +1091,6 @@ def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
     tiles = ceil_div(M, 128) * ceil_div(N, 128)
     return max(1, min(sms // tiles, ceil_div(K, 32) // TF32X3_MIN_KTILES, TF32X3_MAX_SPLITS,
                       (2 << 30) // (4 * M * N)))
-
-
-@lru_cache(maxsize=1)
-def _sms() -> int:
-    """This GPU's SMs (device_report asks the driver for every attribute: 0.2 ms a call)."""
-    from .harness.device import device_report
-    return device_report().get("sms", 132)
 
 
 def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINES) -> None:
@@ -1236,9 +1234,8 @@ def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame
     the fastest few (FINALISTS) beside cuBLAS. Returns the plans (one row per shape: the fastest
     finalist) and every candidate's measurement (``timing`` 'quick' or 'final'; % of cuBLAS
     against the final cuBLAS run)."""
-    from .harness.device import device_report
     shapes = shapes or (SUITE if BACKEND == "gpu" else CPU_SUITE)
-    sms = device_report().get("sms", 132)
+    sms = _sms()
     rows, every = [], []
     for shape in shapes:
         plans = {p.id: p for p in candidates(*shape, sms=sms, configs=configs)}
@@ -1334,16 +1331,15 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
     ``rounds`` interleaved rounds, medians), each book.sgemm row with the plan it chose (``plan``)
     and, off the suite, its regret: that plan's time over the fastest candidate's, every candidate
     of the shape checked and timed once, then the fastest and the chosen plan timed again
-    (``REGRET_S``; ``regret_pct``, ``best_plan``), and the seconds of its first call in this process (``first_call_s``: where
-    this GPU has not met the shape before, the choice of its plan). ``set`` says held-out or
-    suite. Also returns every candidate's measured time beside the cost model's (``model_us``,
+    (``REGRET_S``; ``regret_pct``, ``best_plan``), and the seconds of its first call in this
+    process (``first_call_s``: where this GPU has not met the shape before, the choice of its
+    plan). ``set`` says held-out or suite. Also returns every candidate's measured time beside the cost model's (``model_us``,
     ``measured_us``: the first timing, the same for every candidate; ``final_us``: the second,
     of the finalists; ``chosen`` marks the plan book.sgemm runs), one row per shape and plan."""
-    from .harness.device import device_report
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
                   else heldout_shapes(4, top=96) + CPU_SUITE[:2])
-    sms = device_report().get("sms", 132)
+    sms = _sms()
     build_all([b for M, N, K in shapes  # every candidate's build, side by side (on many cores)
                for b in builds_for(candidates(M, N, K, sms=sms), M, N)])
     first = {shape: _first_call_seconds(*shape) for shape in shapes}

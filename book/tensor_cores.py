@@ -550,8 +550,9 @@ def parts_summary(runs: dict) -> dict:
     at n = 4096 and 8192 (n^3), the call's and the bound's multiple of SGEMM
     (``parts_call_x_<n>``, ``parts_bound_x_<n>``), the product's % of cuBLAS TF32's rate
     (``parts_product_pct_<n>``) and the share of the call spent outside the product
-    (``parts_outside_pct_<n>``, and as the text's words, ``parts_outside_<n>``); over every shape, step 4's and step 5's kernels' time as % of
-    the product's (``parts_producer``, ``parts_pingpong``, ``parts_areg``)."""
+    (``parts_outside_pct_<n>``, and as the text's words, ``parts_outside_<n>``); over every
+    shape, step 4's and step 5's kernels' time as % of the product's (``parts_producer``,
+    ``parts_pingpong``, ``parts_areg``)."""
     t = parts_table(runs).reset_index()
     t["outside"] = 100 * (1 - t["product"] / t["call"])  # (split-K's sum and the fix included)
     out = {}

@@ -38,8 +38,8 @@ def records(rows: int, K: int):
 def _kernels(defines: tuple = DEFINES):
     """(pack_split, rescale, the product kernel, its dynamic shared memory, its threads per
     block), loaded once, as launch functions without per-call checks (the callers here build
-    their arguments; :func:`tf32x3_wgmma` checks its operands): the launches of a call must follow each other closely, or the GPU
-    waits between them. With SCALED = 1 in ``defines`` pack_split gathers each row's and
+    their arguments; :func:`tf32x3_wgmma` checks its operands): the launches of a call must
+    follow each other closely, or the GPU waits between them. With SCALED = 1 in ``defines`` pack_split gathers each row's and
     column's magnitude, rescale scales those outside the safe range and the product scales
     back; with PRODUCER = 1 the product is matmul_tf32x3_ws (a producer warpgroup: 384
     threads), with AREG = 1 matmul_tf32x3_areg (A split in registers: pack_split packs B
@@ -74,7 +74,11 @@ def flags(M: int, N: int):
     largest finite element, plus one; 0 for a zero row), and 1 for each row
     of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf or NaN, bad[M + N] = 1 if any
     does."""
-    f = xp.zeros(2 * (M + N) + 1, dtype=xp.int32)
+    return _flag_views(xp.zeros(2 * (M + N) + 1, dtype=xp.int32), M, N)
+
+
+def _flag_views(f, M: int, N: int):
+    """(ea, eb, bad): the three parts of one array of 2 (M + N) + 1 ints."""
     return f[:M], f[M:M + N], f[M + N:]
 
 
@@ -82,11 +86,10 @@ def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DE
          ea=None, eb=None, bad=None) -> None:
     """Split A and B into their records (from :func:`records`), in one launch, gathering the
     magnitudes and flags into ``ea``, ``eb`` and ``bad`` (from :func:`flags`) where ``defines``
-    has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not used: the product
+    has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not written: the product
     splits A itself)."""
     grid = (_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2)
     ea, eb, bad = (_no_scales() if x is None else x for x in (ea, eb, bad))
-    a_records = b_records if a_records is None else a_records  # (AREG: never written)
     _kernels(tuple(defines))[0](grid, (256, 1), (A, B, a_records, b_records,
                                                  *map(np.int32, (M, N, K)), ea, eb, bad))
 
@@ -100,7 +103,6 @@ def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, 
     holds a row (column) outside the safe range, packed again, scaled (10_wgmma.cu's rescale);
     for the others the blocks read the magnitudes and return."""
     grid = (_ceil(M, TILE) + _ceil(N, TILE), min(_ceil(K, K_TILE), RESCALE_SLICES))
-    a_records = b_records if a_records is None else a_records  # (AREG: never written)
     _kernels(tuple(defines))[1](grid, (256, 1), (A, B, a_records, b_records,
                                                  *map(np.int32, (M, N, K)), ea, eb))
 
@@ -120,16 +122,18 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     key = (M, N, K, areg)
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = (None if areg else records(M, K), records(N, K), flags(M, N))
-    a_records, b_records, (ea, eb, bad) = _workspace[key]
+        _workspace[key] = (None if areg else records(M, K), records(N, K),
+                           xp.empty(2 * (M + N) + 1, dtype=xp.int32))
+    a_records, b_records, f = _workspace[key]
     scaled = bool(dict(defines).get("SCALED"))
-    if scaled:  # (the three arrays are one: zeroed with one memset)
-        ea.data.memset_async(0, 4 * (2 * (M + N) + 1)) if BACKEND == "gpu" else ea.base.fill(0)
-    else:
-        ea = eb = bad = None
-    pack(A, B, a_records, b_records, M, N, K, defines, ea, eb, bad)
+    ea = eb = bad = None
+    if scaled:  # (ea, eb and bad are one array: zeroed with one memset)
+        f.data.memset_async(0, f.nbytes) if BACKEND == "gpu" else f.fill(0)
+        ea, eb, bad = _flag_views(f, M, N)
+    packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
+    pack(A, B, packed_a, b_records, M, N, K, defines, ea, eb, bad)
     if scaled:
-        rescale(A, B, a_records, b_records, M, N, K, defines, ea, eb)
+        rescale(A, B, packed_a, b_records, M, N, K, defines, ea, eb)
     product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb)
     return bad
 
