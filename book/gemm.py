@@ -1083,20 +1083,27 @@ TF32X3_DEFINES = (("STAGES", 3), ("CHUNK", 2), ("SMALL_FIRST", 0), ("SCALED", 1)
 
 TF32X3_MAX_SPLITS, TF32X3_MIN_KTILES = 16, 8
 
+TF32X3_AREG_MAX_N = 128
+"""Up to this N, ``precision='tf32x3'`` runs chapter 10's step 5 (A split in registers, so
+that pack_split's pass over a large A is saved). Measured (probe, one run each): 16384 x 128 x
+4096 0.346 ms against step 3's 0.489 on an H100, 0.331 against 0.386 on an H200; 65536 x 64 x
+1024 0.350 against 0.509, 0.328 against 0.393; at N = 256 the H100 preferred step 5 (0.568
+against 0.604 ms) and the H200 step 3 (0.506 against 0.554)."""
+
 
 def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
     """Split-K for ``precision='tf32x3'``: where its 128 x 128 tiles of C are fewer than the SMs
     (one block per SM), as many slices of K as fill them, each at least TF32X3_MIN_KTILES
-    k-tiles of 32 long, at most TF32X3_MAX_SPLITS and 2 GiB of workspace."""
+    k-tiles of 32 long, at most TF32X3_MAX_SPLITS. (The slices add into C in turn, each
+    waiting for the one before: all of them fit on the GPU at once.)"""
     tiles = ceil_div(M, 128) * ceil_div(N, 128)
-    return max(1, min(sms // tiles, ceil_div(K, 32) // TF32X3_MIN_KTILES, TF32X3_MAX_SPLITS,
-                      (2 << 30) // (4 * M * N)))
+    return max(1, min(sms // tiles, ceil_div(K, 32) // TF32X3_MIN_KTILES, TF32X3_MAX_SPLITS))
 
 
 def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINES) -> None:
     """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``); ``defines``:
     10_wgmma.cu's (chapter 10's parts run compares other product kernels)."""
-    from .launch.wgmma import fix_nonfinite, tf32x3_wgmma
+    from .launch.wgmma import tf32x3_wgmma
     from .registry import KERNELS
     why = KERNELS["tf32x3_wgmma"].why_not_here()
     if why:
@@ -1105,16 +1112,10 @@ def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINE
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
     splits = tf32x3_splits(M, N, K, _sms())
-
-    def product(c):  # (no wait for the host: Inf and NaN are found and fixed on the GPU)
-        if splits == 1:
-            bad = tf32x3_wgmma(a, b, c, M, N, K, defines)
-        else:  # split-K: the slices into a workspace, then their sum into c
-            work = _workspace(splits * M * N).reshape(splits * M, N)
-            bad = tf32x3_wgmma(a, b, work, M, N, K, defines, splits)
-            _epilogue(work, c, M, N, N, 1, splits, 1.0, 0.0)
-        fix_nonfinite(a, b, c, bad, M, N, K)  # rows and columns with Inf or NaN, as FFMA has them
-    _into(out, alpha, beta, product)
+    if N <= TF32X3_AREG_MAX_N and defines == TF32X3_DEFINES:
+        defines += (("AREG", 1),)  # step 5: A split in registers, B alone packed
+    # (no wait for the host: Inf and NaN are found and fixed on the GPU, split-K adds in-kernel)
+    _into(out, alpha, beta, lambda c: tf32x3_wgmma(a, b, c, M, N, K, defines, splits))
 
 
 def _known(M: int, N: int, K: int, layout: str) -> bool:

@@ -469,7 +469,7 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
         ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
         splits = gemm.tf32x3_splits(M, N, K, device_report().get("sms", 132))
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
-        work = cupy.empty((splits * M, N), dtype=cupy.float32)
+        work = cupy.empty((M, N), dtype=cupy.float32)
         base = gemm.TF32X3_DEFINES
         ea, eb, bad = W.flags(M, N)
         a_rec, b_rec = W.records(M, K), W.records(N, K)
@@ -477,7 +477,7 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
 
         def product(defines):  # (step 5 reads A itself, and the same records of B)
             a = A if dict(defines).get("AREG") else a_rec
-            return lambda: W.product(a, b_rec, work, M, N, K, defines, splits, ea, eb)
+            return lambda: W.product(a, b_rec, work, M, N, K, defines, splits, ea, eb, A, B, bad)
 
         def whole(defines):  # book.sgemm(precision='tf32x3')'s call, with this product kernel
             return lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, defines)

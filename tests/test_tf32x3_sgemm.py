@@ -37,6 +37,29 @@ def test_wide_exponents_within_one_matrix():
     assert np.max(np.abs(got - ref) / (np.abs(a).astype(np.float64) @ np.abs(b))) < TOLERANCE
 
 
+@pytest.mark.parametrize("shape", [(130, 70, 300), (64, 40, 3000)])  # (the second: split-K)
+def test_one_call_leaves_nothing_for_the_next(shape):
+    """Calls of one shape share a workspace whose flags the product zeroes at its end: calls
+    with Inf, with a huge row, with a tiny one, and plain ones, each as accurate as alone, and
+    the flags zero after each call."""
+    from book.launch import wgmma as W
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, seed=12)
+    inf, big, tiny = a.copy(), a.copy(), a.copy()
+    inf[3, 5] = np.inf
+    big[M // 2] *= np.float32(2.0 ** 100)  # (a magnitude left over would scale tiny's row wrong)
+    tiny[M // 2] *= np.float32(2.0 ** -100)
+    for x in (inf, a, big, tiny, a):
+        got = _tf32x3(x, b)
+        ref = x.astype(np.float64) @ b
+        fin = np.isfinite(ref)
+        assert np.isfinite(got).sum() == fin.sum()
+        scale = np.abs(x).astype(np.float64) @ np.abs(b)
+        assert np.max(np.abs(got - ref)[fin] / scale[fin]) < TOLERANCE
+        (kept,) = [entry[2] for entry in W._workspace.values()]
+        assert all(not to_host(f).any() for f in kept)
+
+
 def test_inf_and_nan_land_where_ieee_puts_them():
     """+Inf, -Inf and NaN in A and B, a zero meeting an Inf: the same non-finite pattern as the
     float64 product (what cuBLAS SGEMM gives), and the finite elements still right."""

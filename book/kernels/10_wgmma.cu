@@ -33,13 +33,14 @@
 //   [1, 2) -- exact -- and the product's store multiplies C's element back by both powers. (An
 //   earlier version scaled every row, after a pass of its own over A and B: the same bits, and
 //   a pass more.) Non-finite elements are split as big = x, small = 0 and flagged:
-//   fix_nonfinite then recomputes the rows and columns they touch with FFMA, so that Inf and
-//   NaN come out as cuBLAS SGEMM's.
+//   the product's store then recomputes the elements of C in the rows and columns they touch
+//   with FFMA (fix_tile), so that Inf and NaN come out as cuBLAS SGEMM's.
 // Launch: pack_split with block 256 and grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2)
 //   (where SCALED, then rescale); then matmul_tf32x3_wgmma with block 256, grid
 //   (CEIL_DIV(N, 128), CEIL_DIV(M, 128), splits), STAGE_BYTES * STAGES + 1024 bytes of dynamic
-//   shared memory; any M, N, K. With splits > 1 (few tiles of C: split-K), C is a workspace of
-//   `splits` M x N slices, which 09_splitk.cu adds up. Compiled for sm_90a (compute capability 9.0).
+//   shared memory; any M, N, K. With splits > 1 (few tiles of C: split-K), the slice of K of a
+//   tile that ends last adds up the others' sums (gather_slices): no launch more.
+//   Compiled for sm_90a (compute capability 9.0).
 #include "wgmma.cuh"
 
 #ifndef STAGES
@@ -87,25 +88,6 @@ __device__ __forceinline__ int shift_of(int magnitude) {
     return magnitude == 0 || (field >= SAFE_LOW && field <= SAFE_HIGH) ? 0 : field - 127;
 }
 
-// After the product (and split-K's sum): the elements of C in a row of A or a column of B that
-// holds Inf or NaN (pack_split's flags), recomputed with float32 FMAs -- every one of them is Inf or
-// NaN, and now the same one as cuBLAS SGEMM's. A block whose flag bad[M + N] is 0 (no Inf or
-// NaN anywhere, the usual case) returns at once, so the call needs no round trip to the host to
-// decide. Launch: any grid, block 256.
-extern "C" __global__ void __launch_bounds__(256)
-fix_nonfinite(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-              const int* __restrict__ bad, int M, int N, int K) {
-    if (bad[M + N] == 0) return;
-    for (long long i = blockIdx.x * 256LL + threadIdx.x; i < (long long)M * N;
-         i += (long long)gridDim.x * 256) {
-        const int m = (int)(i / N), n = (int)(i % N);
-        if (!bad[m] && !bad[M + n]) continue;
-        float sum = 0.0f;
-        for (int k = 0; k < K; ++k) sum = fmaf(A[(long long)m * K + k], B[(long long)k * N + n], sum);
-        C[i] = sum;
-    }
-}
-
 // 2^-shift_of(e[i]): the power of two row (column) i is multiplied by before its split; 1 where
 // the build does not scale.
 __device__ __forceinline__ float scale_of(const int* e, int i) {
@@ -120,7 +102,7 @@ __device__ __forceinline__ float scale_of(const int* e, int i) {
 __device__ __forceinline__ float scaled_by(float x, const int* e, int i) { return x * scale_of(e, i); }
 
 // x's big and small TF32 parts: big = tf32(x), small = tf32(x - big); for Inf and NaN, big = x
-// and small = 0 (fix_nonfinite recomputes what they touch).
+// and small = 0 (fix_tile recomputes what they touch).
 __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
     big = __int_as_float((int)to_tf32(x));
     small = exponent_of(x) < 0 ? 0.0f : __int_as_float((int)to_tf32(x - big));
@@ -180,7 +162,7 @@ __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const flo
 // B where 1. Where SCALED, unscaled, but gathering each row's and column's magnitude into ea and
 // eb (by atomicMax) and the flags of rows and columns with Inf or NaN into bad
 // (bad[m], bad[M + n], and bad[M + N] for any; such a row's magnitude may miss the 32 k's that
-// hold its Inf or NaN, and fix_nonfinite recomputes its elements of C anyway); ea, eb and bad
+// hold its Inf or NaN, and fix_tile recomputes its elements of C anyway); ea, eb and bad
 // zeroed before the launch. Launch: block 256, grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2).
 extern "C" __global__ void __launch_bounds__(256)
 pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
@@ -236,13 +218,11 @@ __device__ __forceinline__ int2 tile_of(int group_m) {
     return make_int2(tile_row, tile_col);
 }
 
-// Split-K (gridDim.z > 1): block z takes slice z of the k-tiles -- *kt0 on, *tiles of them -- and
-// stores its sums into slice z of C (then a workspace of gridDim.z M x N slices, added up by
-// 09_splitk.cu). Returns that slice of C.
-__device__ __forceinline__ float* slice_of(float* C, int M, int N, int K, int* kt0, int* tiles) {
+// Split-K (gridDim.z > 1): block z takes slice z of the k-tiles -- *kt0 on, *tiles of them --
+// and adds its sums into C after the slices before it (finish_tile).
+__device__ __forceinline__ void slice_of(int K, int* kt0, int* tiles) {
     const int all = CEIL_DIV(K, 32), per = CEIL_DIV(all, (int)gridDim.z);
     *kt0 = blockIdx.z * per, *tiles = max(0, min(per, all - *kt0));
-    return C + (long long)blockIdx.z * M * N;
 }
 
 // Whether rescale scaled any row of A or column of B that this tile of C meets: where none (the
@@ -287,6 +267,115 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
         }
 }
 
+// Split-K (gridDim.z > 1): every slice of a tile leaves its sums in `partials` (its own 64 KiB,
+// in acc's layout: element i of thread x at 256 i + x, so that a warp's stores are adjacent)
+// and counts itself in counts[tile]; the slice that counts last adds them all, in order of z
+// (its own from its registers), and finishes the tile. No slice waits for another. counts:
+// zeros before the launch, and after it. (Every thread of the block calls slice_is_last, step
+// 4's producer too; last: a flag in shared memory.)
+__device__ __forceinline__ float4* partial_of(float* partials, int z, int id) {
+    return reinterpret_cast<float4*>(partials + ((long long)z * gridDim.x * gridDim.y + id) * 16384);
+}
+__device__ __forceinline__ bool slice_is_last(int id, int* counts, int& last) {
+    __syncthreads();  // the block's sums are stored
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(counts + id, 1) == (int)gridDim.z - 1;
+        if (last) atomicExch(counts + id, 0), __threadfence();  // (then the other slices' sums)
+    }
+    __syncthreads();
+    return last;
+}
+__device__ __forceinline__ bool gather_slices(float (&acc)[64], int2 tile, float* partials,
+                                              int* counts, int& last) {
+    if (gridDim.z == 1) return true;
+    const int id = tile.x * gridDim.x + tile.y, x = threadIdx.x % 256;
+    float4* mine = partial_of(partials, blockIdx.z, id);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) mine[256 * i + x] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+    if (!slice_is_last(id, counts, last)) return false;
+    float sum[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sum[i] = 0.0f;
+    for (int z = 0; z < (int)gridDim.z; ++z) {
+        const float4* theirs = partial_of(partials, z, id);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const float4 p = z == (int)blockIdx.z ? make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3])
+                                                  : __ldcg(theirs + 256 * i + x);
+            sum[4 * i] += p.x, sum[4 * i + 1] += p.y, sum[4 * i + 2] += p.z, sum[4 * i + 3] += p.w;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = sum[i];
+    return true;
+}
+
+// After the tile's store, where pack_split flagged a row of A or a column of B with Inf or NaN
+// (bad), the tile's elements of C in them recomputed with float32 FMAs from A and B themselves,
+// by the first 256 threads: every one of those elements is Inf or NaN, and now the same one as
+// cuBLAS SGEMM's. Where none is flagged anywhere (bad[M + N] = 0, the usual case) nothing.
+__device__ __forceinline__ void fix_tile(int2 tile, float* C, const float* A, const float* B,
+                                         const int* bad, int M, int N, int K) {
+#if SCALED
+    if (bad[M + N] == 0) return;
+    __syncthreads();  // (the tile is stored: the recomputed elements replace what is there)
+    if (threadIdx.x < 256)
+        for (int e = threadIdx.x; e < 128 * 128; e += 256) {
+            const int r = tile.x * 128 + e / 128, c = tile.y * 128 + e % 128;
+            if (r >= M || c >= N || (!bad[r] && !bad[M + c])) continue;
+            float sum = 0.0f;
+            for (int k = 0; k < K; ++k) sum = fmaf(A[(long long)r * K + k], B[(long long)k * N + c], sum);
+            C[(long long)r * N + c] = sum;
+        }
+#endif
+}
+
+// Where SCALED: the block that ends last of all the launch's blocks zeroes ea, eb and bad (the
+// workspace's, so that the next call needs no memset launch first; pack_split gathers into
+// zeros) and the count, counts[tiles], that found it. Every thread of every block calls it,
+// after its last read of ea, eb and bad; last: a flag in shared memory.
+__device__ __forceinline__ void clear_flags_at_end(int* ea, int* eb, int* bad, int M, int N,
+                                                   int* counts, int& last) {
+#if SCALED
+    __syncthreads();  // the block's threads are done with ea, eb and bad
+    if (threadIdx.x == 0) {
+        int* done = counts + gridDim.x * gridDim.y;
+        __threadfence();
+        last = atomicAdd(done, 1) == (int)(gridDim.x * gridDim.y * gridDim.z) - 1;
+        if (last) atomicExch(done, 0);
+    }
+    __syncthreads();
+    if (!last) return;
+    for (int i = threadIdx.x; i < M; i += blockDim.x) ea[i] = 0;
+    for (int i = threadIdx.x; i < N; i += blockDim.x) eb[i] = 0;
+    for (int i = threadIdx.x; i <= M + N; i += blockDim.x) bad[i] = 0;
+#endif
+}
+
+// The end of every product kernel (every thread of its two computing warpgroups): split-K's
+// slices gathered, warpgroup wg's sums into C, the Inf and NaN elements recomputed, the flags
+// zeroed after the last block. last: a flag in shared memory.
+__device__ __forceinline__ void finish_tile(float* C, float (&acc)[64], int2 tile, int wg, int M,
+                                            int N, int K, int* ea, int* eb, bool scaled,
+                                            const float* A, const float* B, int* bad,
+                                            float* partials, int* counts, int& last) {
+    if (gather_slices(acc, tile, partials, counts, last)) {
+        store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
+        fix_tile(tile, C, A, B, bad, M, N, K);
+    }
+    clear_flags_at_end(ea, eb, bad, M, N, counts, last);
+}
+
+// Step 4's producer warpgroup at the end: the barriers of finish_tile, nothing else.
+__device__ __forceinline__ void producer_finish(int2 tile, float* C, const float* A, const float* B,
+                                                int* ea, int* eb, int* bad, int M, int N, int K,
+                                                int* counts, int& last) {
+    if (gridDim.z == 1 || slice_is_last(tile.x * gridDim.x + tile.y, counts, last))
+        fix_tile(tile, C, A, B, bad, M, N, K);
+    clear_flags_at_end(ea, eb, bad, M, N, counts, last);
+}
+
 // One k-tile's 12 wgmmas of warpgroup wg into part: per 8 k's, small_A big_B, big_A small_B,
 // big_A big_B (the last left for the chunk's end where not `big_big`). `fresh`: part starts
 // from zero.
@@ -314,13 +403,16 @@ __device__ __forceinline__ void add_chunk(float (&acc)[64], float (&chunk)[64]) 
 extern "C" __global__ void __launch_bounds__(256, 1)
 matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
                     float* __restrict__ C, int M, int N, int K, int group_m,
-                    const int* __restrict__ ea, const int* __restrict__ eb) {
+                    int* ea, int* eb,
+                    const float* __restrict__ A, const float* __restrict__ B, int* bad,
+                    float* __restrict__ partials, int* __restrict__ counts) {
     extern __shared__ __align__(16) float dynamic[];
     float* stages = align_1024(dynamic);
+    __shared__ int last;  // (split-K: whether this slice finishes its tile)
     __shared__ unsigned long long full[STAGES];  // one mbarrier per stage
     const int tid = threadIdx.x, wg = tid / 128;
     int kt0, tiles;
-    C = slice_of(C, M, N, K, &kt0, &tiles);
+    slice_of(K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
     const bool scaled = tile_scaled(tile, M, N, ea, eb);
     const int all = CEIL_DIV(K, 32);
@@ -361,7 +453,7 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
         __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
         if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
     }
-    store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
+    finish_tile(C, acc, tile, wg, M, N, K, ea, eb, scaled, A, B, bad, partials, counts, last);
 }
 
 // matmul_tf32x3_wgmma with a producer (step 4): the same sums, in the same order, but
@@ -382,13 +474,16 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
 extern "C" __global__ void __launch_bounds__(384, 1)
 matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
                  float* __restrict__ C, int M, int N, int K, int group_m,
-                 const int* __restrict__ ea, const int* __restrict__ eb) {
+                 int* ea, int* eb,
+                 const float* __restrict__ A, const float* __restrict__ B, int* bad,
+                    float* __restrict__ partials, int* __restrict__ counts) {
     extern __shared__ __align__(16) float dynamic[];
     float* stages = align_1024(dynamic);
+    __shared__ int last;  // (split-K: whether this slice finishes its tile)
     __shared__ unsigned long long full[STAGES], empty[STAGES];
     const int tid = threadIdx.x, wg = tid / 128;
     int kt0, tiles;
-    C = slice_of(C, M, N, K, &kt0, &tiles);
+    slice_of(K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
     const bool scaled = tile_scaled(tile, M, N, ea, eb);
     if (tid == 0)
@@ -397,11 +492,10 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
     auto stage_of = [&](int kt) { return stages + kt % STAGES * (2 * RECORD_FLOATS); };
     if (wg == 2) {  // the producer
         registers_down<40>();
-        if (tid != 256) return;
         const int all = CEIL_DIV(K, 32);
         const float* a_records = Ap + ((long long)tile.x * all + kt0) * RECORD_FLOATS;
         const float* b_records = Bp + ((long long)tile.y * all + kt0) * RECORD_FLOATS;
-        for (int kt = 0; kt < tiles; ++kt) {
+        for (int kt = 0; tid == 256 && kt < tiles; ++kt) {
             unsigned long long* bar = &full[kt % STAGES];
             if (kt >= STAGES) barrier_wait(&empty[kt % STAGES], (kt / STAGES - 1) % 2);
             barrier_expect(bar, STAGE_BYTES);
@@ -409,6 +503,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
             bulk_copy(stage_of(kt) + RECORD_FLOATS, b_records + (long long)kt * RECORD_FLOATS,
                       RECORD_FLOATS * 4, bar);
         }
+        producer_finish(tile, C, A, B, ea, eb, bad, M, N, K, counts, last);  // (the end's barriers)
         return;
     }
     registers_up<232>();
@@ -452,7 +547,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
         }
     }
 #endif
-    store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
+    finish_tile(C, acc, tile, wg, M, N, K, ea, eb, scaled, A, B, bad, partials, counts, last);
 }
 
 // Step 5, A from registers (matmul_tf32x3_areg): the same sums, in the same order, as
@@ -474,13 +569,16 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
 extern "C" __global__ void __launch_bounds__(256, 1)
 matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
                    float* __restrict__ C, int M, int N, int K, int group_m,
-                   const int* __restrict__ ea, const int* __restrict__ eb) {
+                   int* ea, int* eb,
+                   const float* __restrict__ same_as_A, const float* __restrict__ B, int* bad,
+                    float* __restrict__ partials, int* __restrict__ counts) {
     extern __shared__ __align__(16) float dynamic[];
     float* stages = align_1024(dynamic);
+    __shared__ int last;  // (split-K: whether this slice finishes its tile)
     __shared__ unsigned long long full[STAGES];  // B's record of the stage has landed
     const int tid = threadIdx.x, wg = tid / 128;
     int kt0, tiles;
-    C = slice_of(C, M, N, K, &kt0, &tiles);
+    slice_of(K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
     const bool scaled = tile_scaled(tile, M, N, ea, eb);
     const float* b_records = Bp + ((long long)tile.y * CEIL_DIV(K, 32) + kt0) * RECORD_FLOATS;
@@ -564,7 +662,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
             }
         if (c0 + CHUNK > tiles) add();  // the last chunk, cut short
     }
-    store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
+    finish_tile(C, acc, tile, wg, M, N, K, ea, eb, scaled, A, B, bad, partials, counts, last);
 }
 
 // The ceiling of wgmma with TF32: two warpgroups per block each issue, iters times, the 12

@@ -68,6 +68,12 @@ def _no_scales():
     return xp.zeros(1, dtype=xp.int32)
 
 
+@lru_cache(maxsize=4)
+def _no_flags(n: int):
+    """n zeros: the flags of a product launched without pack's (nothing is recomputed)."""
+    return xp.zeros(n, dtype=xp.int32)
+
+
 def flags(M: int, N: int):
     """(ea, eb, bad), zeroed in one launch, for :func:`pack` to fill where SCALED = 1: the
     magnitude of each row of A and column of B (10_wgmma.cu: the exponent field of its
@@ -110,11 +116,10 @@ def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, 
 def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, splits: int = 1):
     """C = A B with 3xTF32 on wgmma (A: M x K, B: K x N, C: M x N, contiguous float32);
     ``defines`` of 10_wgmma.cu as (name, value) pairs. With SCALED = 1, rows of A and columns
-    of B outside the safe range are scaled by powers of two first, and the call returns the
-    flags of the rows of A and columns of B that hold Inf or NaN (:func:`flags`' bad; else
-    None). ``splits`` > 1: split-K, C a workspace of ``splits`` M x N slices (shape
-    (splits * M, N)) whose sum is A B, for the caller to add up (09_splitk.cu)."""
-    for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (splits * M, N))):
+    of B outside the safe range are scaled by powers of two first, and C's elements in rows
+    and columns with Inf or NaN are recomputed with float32 FMAs, as cuBLAS SGEMM has them.
+    ``splits`` > 1: split-K, the slice of K of a tile that ends last adding up the others'."""
+    for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
                               f"float32 {shape}")
@@ -122,42 +127,57 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     key = (M, N, K, areg)
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = (None if areg else records(M, K), records(N, K),
-                           xp.empty(2 * (M + N) + 1, dtype=xp.int32))
-    a_records, b_records, f = _workspace[key]
+        _workspace[key] = (None if areg else records(M, K), records(N, K), flags(M, N))
+    a_records, b_records, kept = _workspace[key]
     scaled = bool(dict(defines).get("SCALED"))
-    ea = eb = bad = None
-    if scaled:  # (ea, eb and bad are one array: zeroed with one memset)
-        f.data.memset_async(0, f.nbytes) if BACKEND == "gpu" else f.fill(0)
-        ea, eb, bad = _flag_views(f, M, N)
+    ea, eb, bad = kept if scaled else (None, None, None)  # (zeros: the product's last block
+    # zeroes them again for the next call, 10_wgmma.cu's clear_flags_at_end)
     packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
-    pack(A, B, packed_a, b_records, M, N, K, defines, ea, eb, bad)
-    if scaled:
-        rescale(A, B, packed_a, b_records, M, N, K, defines, ea, eb)
-    product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb)
-    return bad
+    try:
+        pack(A, B, packed_a, b_records, M, N, K, defines, ea, eb, bad)
+        if scaled:
+            rescale(A, B, packed_a, b_records, M, N, K, defines, ea, eb)
+        product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb, A, B, bad)
+    except BaseException:
+        _workspace.clear()  # (flags pack filled and no product zeroed are never used again)
+        raise
+
+
+_split: dict = {}
+
+
+def _split_state(tiles: int, splits: int):
+    """The product's room: (partials, split-K's 64 KiB for each slice of each tile; counts, one
+    per tile and one for the launch, zeros that every product launch leaves zero), kept for the
+    next call (grown where too small)."""
+    need = tiles * splits * TILE * TILE if splits > 1 else 1
+    if _split.get("partials") is None or _split["partials"].size < need:
+        _split["partials"] = xp.empty(need, dtype=xp.float32)
+    if _split.get("counts") is None or _split["counts"].size < tiles + 1:
+        _split["counts"] = xp.zeros(max(tiles + 1, 1024), dtype=xp.int32)
+    return _split["partials"], _split["counts"]
 
 
 def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DEFINES,
-            splits: int = 1, ea=None, eb=None) -> None:
-    """The product launch alone: C (or its ``splits`` slices) from pack's records (with AREG = 1,
-    ``a_records`` is A itself), with the kernel ``defines`` name (matmul_tf32x3_wgmma, or
-    matmul_tf32x3_ws where PRODUCER = 1, matmul_tf32x3_areg where AREG = 1);
-    ``ea``, ``eb``: the magnitudes that set the records' scales, where SCALED = 1."""
+            splits: int = 1, ea=None, eb=None, A=None, B=None, bad=None) -> None:
+    """The product launch alone: C (M x N) from pack's records (with AREG = 1, ``a_records``
+    is A itself), with the kernel ``defines`` name (matmul_tf32x3_wgmma, or matmul_tf32x3_ws
+    where PRODUCER = 1, matmul_tf32x3_areg where AREG = 1), ``splits`` slices of K (the last
+    to end adds up the others'); ``ea``, ``eb``: the magnitudes that set the records' scales, where SCALED = 1;
+    ``bad``: the flags of rows and columns with Inf or NaN, whose elements of C are recomputed
+    from ``A`` and ``B`` (both needed where ``bad`` is given). Where SCALED = 1 the launch
+    leaves ``ea``, ``eb`` and ``bad`` zeroed, for the next pack."""
     kernel, smem, threads = _kernels(tuple(defines))[2:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
+    none = _no_scales()
+    if bad is not None and (A is None or B is None):
+        raise LaunchError("tf32x3 product: bad flags need A and B, to recompute their elements")
+    if dict(defines).get("SCALED") and (ea is None or eb is None):
+        raise LaunchError("tf32x3 product: SCALED = 1 needs pack's magnitudes ea and eb (flags), "
+                          "which the product zeroes at its end")
     kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
-                                _no_scales() if ea is None else ea, _no_scales() if eb is None else eb),
+                                none if ea is None else ea, none if eb is None else eb,
+                                a_records if A is None else A, b_records if B is None else B,
+                                _no_flags(M + N + 1) if bad is None else bad,
+                                *_split_state(grid[0] * grid[1], splits)),
            shared_mem=smem)
-
-
-@lru_cache(maxsize=1)
-def _fix_nonfinite():
-    return unchecked(load_kernel(SOURCE, "fix_nonfinite", options=OPTIONS))
-
-
-def fix_nonfinite(A, B, C, bad, M: int, N: int, K: int) -> None:
-    """C's elements in the rows of A and columns of B that ``bad`` (from :func:`flags`) flags,
-    recomputed with float32 FMAs (10_wgmma.cu's fix_nonfinite; nothing where none is flagged,
-    decided on the GPU: no wait for the host)."""
-    _fix_nonfinite()((min(_ceil(M * N, 256), 1024),), (256, 1), (A, B, C, bad, *map(np.int32, (M, N, K))))
