@@ -257,16 +257,18 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
     assert {row for row, _ in met} <= {"1024 × 1024 × 16384"}                  # "nowhere else"
     long_k = {d: df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.K == 16384) & (df.M == 1024)]
               .pct_of_cublas.iloc[0] / 100 for d, df in speeds.items()}
-    assert round(long_k["NVIDIA H100 80GB HBM3"], 2) == 1.54 and round(long_k["NVIDIA H200"], 3) == 1.497
-    assert x.loc[["4096³", "8192³"]].stack().between(2.16, 2.35).all()       # "2.16 to 2.35"
-    assert x.loc["M, N ≥ 2048 and K ≥ 1024, lowest"].round(1).between(1.7, 1.8).all()
-    assert x.loc["1024³"].round(1).between(1.0, 1.1).all()
-    assert x.loc["whole suite, geometric mean", "NVIDIA H100 80GB HBM3"] == 1.54
-    h100 = speeds["NVIDIA H100 80GB HBM3"]
-    thin = h100[(h100.kernel == tc.Tf32x3Sgemm.id) & (h100[["M", "N"]].min(axis=1) == 128)]
-    assert (thin.pct_of_cublas / 100).round(2).between(0.75, 0.78).all() and len(thin) == 2
-    row = h100[(h100.kernel == tc.Tf32x3Sgemm.id) & (h100.K == 256)].pct_of_cublas.iloc[0]
-    assert round(row / 100, 2) == 1.95                                        # "to 1.95"
+    assert {d: round(v, 2) for d, v in long_k.items()} == {"NVIDIA H100 80GB HBM3": 1.56, "NVIDIA H200": 1.64}
+    assert x.loc[["4096³", "8192³"]].stack().round(1).between(2.2, 2.3).all()  # "2.2 to 2.3"
+    assert list(x.loc["M, N ≥ 2048 and K ≥ 1024, lowest"].round(2)) == [1.82, 1.90]
+    assert list(x.loc["1024³"].round(2)) == [1.34, 1.39]
+    assert x.loc["whole suite, geometric mean", "NVIDIA H100 80GB HBM3"] == 1.61
+    tf32x3 = {d: df[df.kernel == tc.Tf32x3Sgemm.id].set_index(["M", "N", "K"]).pct_of_cublas / 100
+              for d, df in speeds.items()}
+    h100, h200 = tf32x3["NVIDIA H100 80GB HBM3"], tf32x3["NVIDIA H200"]
+    assert round(h100[(16384, 128, 4096)], 2) == 1.12                         # "0.78 to 1.12"
+    assert [round(g[(128, 16384, 4096)], 2) for g in (h100, h200)] == [0.77, 0.94]
+    assert round(h100[(16384, 16384, 256)], 2) == 1.83                        # "from 1.95 to 1.83"
+    assert round(h100[(8192, 8192, 512)], 2) == 1.91 and round(h100[(1000, 1000, 1000)], 2) == 1.23
 
 
 def test_chapter_10s_parts_table_reads_every_gpus_run():
@@ -289,11 +291,14 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
         assert df.same_bits.dropna().astype(bool).all(), device
     assert (table["step 4, % of product"].between(90, 110)).all()
     assert (table["ping-pong, % of product"] > 100).all()
-    assert (table["step 5, % of product"] > 140).all()  # "146 to 167%"
+    assert (table["step 5, % of product"] > 135).all()
     assert (table["call with step 5, x SGEMM"] < table["call, x SGEMM"]).all()
     s = tc.parts_summary(runs)
     assert s["parts_call_x_4096_max"] < 2.5  # the prose's reading: short of the goal, below the bound
     h100 = table.loc["H100"]["bound, x SGEMM"]
-    assert h100[["4096³", "8192³"]].round(1).between(2.4, 2.5).all()  # "2.4 to 2.5" ("What is left")
+    assert h100[["4096³", "8192³"]].round(1).between(2.3, 2.5).all()  # "2.3 to 2.5" ("What is left")
     assert table["call with step 5, x SGEMM"].xs("4096³", level=1).round(1).between(1.4, 1.5).all()
-    assert (table["call, x SGEMM"] < table["bound, x SGEMM"]).all()
+    large = table.drop(index="1024³", level=1)  # (at 1024³ the call beats the bound)
+    assert (large["call, x SGEMM"] < large["bound, x SGEMM"]).all()
+    small = table.xs("1024³", level=1)
+    assert (small["call, x SGEMM"] > small["bound, x SGEMM"]).all()

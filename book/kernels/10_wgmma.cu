@@ -311,8 +311,8 @@ __device__ __forceinline__ bool gather_slices(float (&acc)[64], int2 tile, float
     return true;
 }
 
-// After the tile's store, where pack_split flagged a row of A or a column of B with Inf or NaN
-// (bad), the tile's elements of C in them recomputed with float32 FMAs from A and B themselves,
+// After the tile's store, where pack_split flagged (in bad) a row of A or a column of B that
+// holds Inf or NaN, the tile's elements of C in them recomputed with float32 FMAs from A and B,
 // by the first 256 threads: every one of those elements is Inf or NaN, and now the same one as
 // cuBLAS SGEMM's. Where none is flagged anywhere (bad[M + N] = 0, the usual case) nothing.
 __device__ __forceinline__ void fix_tile(int2 tile, float* C, const float* A, const float* B,
