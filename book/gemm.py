@@ -1026,8 +1026,9 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     ``precision='tf32x3'``: chapter 10's 3xTF32 kernel on wgmma, each row of A and column of B
     whose largest element lies outside 2^-40 .. 2^40 scaled by a power of two first (any finite
     magnitude keeps float32's accuracy), the rows and columns that hold Inf or NaN recomputed
-    with FFMA (their Inf and NaN as cuBLAS SGEMM's); it reads C-contiguous copies of A and B
-    where they are views."""
+    with FFMA (their Inf and NaN as cuBLAS SGEMM's), split-K where tiles of C are few
+    (``tf32x3_splits``), A split in registers where N <= TF32X3_AREG_MAX_N; it reads
+    C-contiguous copies of A and B where they are views."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
