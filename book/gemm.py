@@ -1095,8 +1095,8 @@ against 0.604 ms) and the H200 step 3 (0.506 against 0.554)."""
 def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
     """Split-K for ``precision='tf32x3'``: where its 128 x 128 tiles of C are fewer than the SMs
     (one block per SM), as many slices of K as fill them, each at least TF32X3_MIN_KTILES
-    k-tiles of 32 long, at most TF32X3_MAX_SPLITS. (The slices add into C in turn, each
-    waiting for the one before: all of them fit on the GPU at once.)"""
+    k-tiles of 32 long, at most TF32X3_MAX_SPLITS. (The slice of a tile that ends last adds
+    up the others' sums, in the product kernel.)"""
     tiles = ceil_div(M, 128) * ceil_div(N, 128)
     return max(1, min(sms // tiles, ceil_div(K, 32) // TF32X3_MIN_KTILES, TF32X3_MAX_SPLITS))
 

@@ -219,7 +219,7 @@ __device__ __forceinline__ int2 tile_of(int group_m) {
 }
 
 // Split-K (gridDim.z > 1): block z takes slice z of the k-tiles -- *kt0 on, *tiles of them --
-// and adds its sums into C after the slices before it (finish_tile).
+// and the slice of its tile that ends last adds up all of theirs (gather_slices).
 __device__ __forceinline__ void slice_of(int K, int* kt0, int* tiles) {
     const int all = CEIL_DIV(K, 32), per = CEIL_DIV(all, (int)gridDim.z);
     *kt0 = blockIdx.z * per, *tiles = max(0, min(per, all - *kt0));

@@ -1,6 +1,7 @@
-"""Chapter 10, step 3: 10_wgmma.cu's two launches -- ``pack_split`` (A and B split into big and
-small TF32 parts, in the swizzled tiles wgmma reads), then ``matmul_tf32x3_wgmma`` -- with a
-workspace kept between calls of the same size. The registry's ``tf32x3_wgmma`` launches through
+"""Chapter 10, step 3: 10_wgmma.cu's launches -- ``pack_split`` (A and B split into big and
+small TF32 parts, in the swizzled tiles wgmma reads), ``rescale`` where SCALED = 1, then
+``matmul_tf32x3_wgmma`` (or step 4's or 5's product) -- with a workspace kept between calls
+of the same size. The registry's ``tf32x3_wgmma`` launches through
 :func:`tf32x3_wgmma`.
 """
 from __future__ import annotations
