@@ -1335,9 +1335,10 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
     of the shape checked and timed once, then the fastest and the chosen plan timed again
     (``REGRET_S``; ``regret_pct``, ``best_plan``), and the seconds of its first call in this
     process (``first_call_s``: where this GPU has not met the shape before, the choice of its
-    plan). ``set`` says held-out or suite. Also returns every candidate's measured time beside the cost model's (``model_us``,
-    ``measured_us``: the first timing, the same for every candidate; ``final_us``: the second,
-    of the finalists; ``chosen`` marks the plan book.sgemm runs), one row per shape and plan."""
+    plan). ``set`` says held-out or suite. Also returns every candidate's measured time beside
+    the cost model's (``model_us``, ``measured_us``: the first timing, the same for every
+    candidate; ``final_us``: the second, of the finalists; ``chosen`` marks the plan book.sgemm
+    runs), one row per shape and plan."""
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
                   else heldout_shapes(4, top=96) + CPU_SUITE[:2])

@@ -276,23 +276,31 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
 __device__ __forceinline__ float4* partial_of(float* partials, int z, int id) {
     return reinterpret_cast<float4*>(partials + ((long long)z * gridDim.x * gridDim.y + id) * 16384);
 }
-__device__ __forceinline__ bool slice_is_last(int id, int* counts, int& last) {
-    __syncthreads();  // the block's sums are stored
+// Every thread of the block, after the block's last write (or read) that the count orders:
+// thread 0 adds the block to *count; the block that brings it to `total` (the last of them)
+// sets it back to 0 and returns true, after a fence, so that the others' writes are seen.
+// last: a flag in shared memory.
+__device__ __forceinline__ bool counted_last(int* count, int total, int& last) {
+    __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        last = atomicAdd(counts + id, 1) == (int)gridDim.z - 1;
-        if (last) atomicExch(counts + id, 0), __threadfence();  // (then the other slices' sums)
+        last = atomicAdd(count, 1) == total - 1;
+        if (last) atomicExch(count, 0), __threadfence();
     }
     __syncthreads();
     return last;
+}
+__device__ __forceinline__ bool slice_is_last(int id, int* counts, int& last) {
+    return counted_last(counts + id, gridDim.z, last);  // (after the block's sums are stored)
 }
 __device__ __forceinline__ bool gather_slices(float (&acc)[64], int2 tile, float* partials,
                                               int* counts, int& last) {
     if (gridDim.z == 1) return true;
     const int id = tile.x * gridDim.x + tile.y, x = threadIdx.x % 256;
+    auto four = [&](int i) { return make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]); };
     float4* mine = partial_of(partials, blockIdx.z, id);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) mine[256 * i + x] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+    for (int i = 0; i < 16; ++i) mine[256 * i + x] = four(i);
     if (!slice_is_last(id, counts, last)) return false;
     float sum[64];
 #pragma unroll
@@ -301,8 +309,7 @@ __device__ __forceinline__ bool gather_slices(float (&acc)[64], int2 tile, float
         const float4* theirs = partial_of(partials, z, id);
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            const float4 p = z == (int)blockIdx.z ? make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3])
-                                                  : __ldcg(theirs + 256 * i + x);
+            const float4 p = z == (int)blockIdx.z ? four(i) : __ldcg(theirs + 256 * i + x);
             sum[4 * i] += p.x, sum[4 * i + 1] += p.y, sum[4 * i + 2] += p.z, sum[4 * i + 3] += p.w;
         }
     }
@@ -338,15 +345,8 @@ __device__ __forceinline__ void fix_tile(int2 tile, float* C, const float* A, co
 __device__ __forceinline__ void clear_flags_at_end(int* ea, int* eb, int* bad, int M, int N,
                                                    int* counts, int& last) {
 #if SCALED
-    __syncthreads();  // the block's threads are done with ea, eb and bad
-    if (threadIdx.x == 0) {
-        int* done = counts + gridDim.x * gridDim.y;
-        __threadfence();
-        last = atomicAdd(done, 1) == (int)(gridDim.x * gridDim.y * gridDim.z) - 1;
-        if (last) atomicExch(done, 0);
-    }
-    __syncthreads();
-    if (!last) return;
+    if (!counted_last(counts + gridDim.x * gridDim.y, gridDim.x * gridDim.y * gridDim.z, last))
+        return;  // (counted after the block's threads are done with ea, eb and bad)
     for (int i = threadIdx.x; i < M; i += blockDim.x) ea[i] = 0;
     for (int i = threadIdx.x; i < N; i += blockDim.x) eb[i] = 0;
     for (int i = threadIdx.x; i <= M + N; i += blockDim.x) bad[i] = 0;

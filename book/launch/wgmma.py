@@ -40,11 +40,11 @@ def _kernels(defines: tuple = DEFINES):
     """(pack_split, rescale, the product kernel, its dynamic shared memory, its threads per
     block), loaded once, as launch functions without per-call checks (the callers here build
     their arguments; :func:`tf32x3_wgmma` checks its operands): the launches of a call must
-    follow each other closely, or the GPU waits between them. With SCALED = 1 in ``defines`` pack_split gathers each row's and
-    column's magnitude, rescale scales those outside the safe range and the product scales
-    back; with PRODUCER = 1 the product is matmul_tf32x3_ws (a producer warpgroup: 384
-    threads), with AREG = 1 matmul_tf32x3_areg (A split in registers: pack_split packs B
-    alone), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
+    follow each other closely, or the GPU waits between them. With SCALED = 1 in ``defines``
+    pack_split gathers each row's and column's magnitude, rescale scales those outside the
+    safe range and the product scales back; with PRODUCER = 1 the product is matmul_tf32x3_ws
+    (a producer warpgroup: 384 threads), with AREG = 1 matmul_tf32x3_areg (A split in
+    registers: pack_split packs B alone), else matmul_tf32x3_wgmma (10_wgmma.cu)."""
     d = dict(defines)
     if d.get("AREG") and d.get("PRODUCER"):
         raise LaunchError("10_wgmma.cu: AREG = 1 (step 5) and PRODUCER = 1 (step 4) are two "
@@ -63,15 +63,11 @@ def _kernels(defines: tuple = DEFINES):
     return unchecked(pack_split), unchecked(rescale), unchecked(main), smem, threads
 
 
-@lru_cache(maxsize=1)
-def _no_scales():
-    """A stand-in for the magnitude and flag arrays where the build does not scale (never read)."""
-    return xp.zeros(1, dtype=xp.int32)
-
-
 @lru_cache(maxsize=4)
-def _no_flags(n: int):
-    """n zeros: the flags of a product launched without pack's (nothing is recomputed)."""
+def _zeros(n: int):
+    """n int zeros, a stand-in: 1 for the magnitudes and flags where the build does not scale
+    (never read); M + N + 1 for the flags of a product launched without pack's (nothing is
+    recomputed)."""
     return xp.zeros(n, dtype=xp.int32)
 
 
@@ -96,7 +92,7 @@ def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DE
     has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not written: the product
     splits A itself)."""
     grid = (_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2)
-    ea, eb, bad = (_no_scales() if x is None else x for x in (ea, eb, bad))
+    ea, eb, bad = (_zeros(1) if x is None else x for x in (ea, eb, bad))
     _kernels(tuple(defines))[0](grid, (256, 1), (A, B, a_records, b_records,
                                                  *map(np.int32, (M, N, K)), ea, eb, bad))
 
@@ -164,13 +160,13 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
     """The product launch alone: C (M x N) from pack's records (with AREG = 1, ``a_records``
     is A itself), with the kernel ``defines`` name (matmul_tf32x3_wgmma, or matmul_tf32x3_ws
     where PRODUCER = 1, matmul_tf32x3_areg where AREG = 1), ``splits`` slices of K (the last
-    to end adds up the others'); ``ea``, ``eb``: the magnitudes that set the records' scales, where SCALED = 1;
-    ``bad``: the flags of rows and columns with Inf or NaN, whose elements of C are recomputed
-    from ``A`` and ``B`` (both needed where ``bad`` is given). Where SCALED = 1 the launch
-    leaves ``ea``, ``eb`` and ``bad`` zeroed, for the next pack."""
+    to end adds up the others'); ``ea``, ``eb``: the magnitudes that set the records' scales,
+    where SCALED = 1; ``bad``: the flags of rows and columns with Inf or NaN, whose elements
+    of C are recomputed from ``A`` and ``B`` (both needed where ``bad`` is given). Where
+    SCALED = 1 the launch leaves ``ea``, ``eb`` and ``bad`` zeroed, for the next pack."""
     kernel, smem, threads = _kernels(tuple(defines))[2:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
-    none = _no_scales()
+    none = _zeros(1)
     if bad is not None and (A is None or B is None):
         raise LaunchError("tf32x3 product: bad flags need A and B, to recompute their elements")
     if dict(defines).get("SCALED") and (ea is None or eb is None):
@@ -179,6 +175,6 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
     kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
                                 none if ea is None else ea, none if eb is None else eb,
                                 a_records if A is None else A, b_records if B is None else B,
-                                _no_flags(M + N + 1) if bad is None else bad,
+                                _zeros(M + N + 1) if bad is None else bad,
                                 *_split_state(grid[0] * grid[1], splits)),
            shared_mem=smem)
