@@ -58,6 +58,9 @@
 #ifndef AREG
 #define AREG 0  // 1: pack_split packs B alone, for step 5 (matmul_tf32x3_areg)
 #endif
+#ifndef TRANS
+#define TRANS 0  // 1: the launches compute C's transpose, B^T A^T (thin M: see c_at)
+#endif
 #define TILE_FLOATS (128 * 32)           // one 128 x 32 tile
 #define RECORD_FLOATS (2 * TILE_FLOATS)  // big and small
 #define STAGE_BYTES (2 * RECORD_FLOATS * 4)
@@ -112,35 +115,39 @@ __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
 // columns r0 .. are the record's rows) into its record: A's rows are the record rows (k = its
 // column); B's columns are (k = its row). Record (i, kt) -- rows 128 i .., k's 32 kt .. -- starts
 // at float (i * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS of Ap or Bp. T: the block's shared 32 x 129
-// floats, to read B's piece along its rows. `gather` (pack_split where SCALED): top[i] takes the
-// bits of the largest |x| of this thread's piece i (of record row (threadIdx.x + 256 i) / 8);
-// `scale`: multiplied by scale_of first (rescale, with ea and eb complete).
+// floats, to read B's piece along its rows (A's, where TRANS). `gather` (pack_split where
+// SCALED): top[i] takes the bits of the largest |x| of this thread's piece i (of record row
+// (threadIdx.x + 256 i) / 8); `scale`: multiplied by scale_of first (rescale, with ea and eb
+// complete).
 __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* __restrict__ Ap, float* __restrict__ Bp, int M,
                                           int N, int K, bool is_b, int kt, int panel, float (*T)[129],
                                           const int* ea, const int* eb, int (&top)[4], bool gather,
                                           bool scale) {
-    const int k0 = kt * 32, r0 = panel * 128;
+    const int k0 = kt * 32, r0 = panel * 128, rows = is_b ? N : M;
     float* record = (is_b ? Bp : Ap) + ((long long)panel * CEIL_DIV(K, 32) + kt) * RECORD_FLOATS;
-    auto scaled = [&](float x, const int* e, int i) { return scale ? scaled_by(x, e, i) : x; };
-    if (is_b) {
-        for (int e = threadIdx.x; e < 32 * 128; e += 256) {
-            const int k = k0 + e / 128, n = r0 + e % 128;
-            T[e / 128][e % 128] = k < K && n < N ? scaled(B[(long long)k * N + n], eb, n) : 0.0f;
+    const float* src = is_b ? B : A;  // its element (row, k) at k rows + row where `across`,
+    const int* e = is_b ? eb : ea;    // else at row K + k
+    const bool across = is_b != TRANS;
+    auto scaled = [&](float x, int i) { return scale ? scaled_by(x, e, i) : x; };
+    if (across) {
+        for (int i = threadIdx.x; i < 32 * 128; i += 256) {
+            const int k = k0 + i / 128, n = r0 + i % 128;
+            T[i / 128][i % 128] = k < K && n < rows ? scaled(src[(long long)k * rows + n], n) : 0.0f;
         }
         __syncthreads();
     }
     float v[4][4];  // this thread's four pieces of 4 k's (16 bytes), all loaded before any store
     for (int i = 0; i < 4; ++i) {
-        const int e = threadIdx.x + 256 * i, r = e / 8, k = 4 * (e % 8), row = r0 + r;
-        if (!is_b && row < M && k0 + k + 3 < K && K % 4 == 0) {  // 16 bytes at once
-            const float4 q = *reinterpret_cast<const float4*>(A + (long long)row * K + k0 + k);
+        const int p = threadIdx.x + 256 * i, r = p / 8, k = 4 * (p % 8), row = r0 + r;
+        if (!across && row < rows && k0 + k + 3 < K && K % 4 == 0) {  // 16 bytes at once
+            const float4 q = *reinterpret_cast<const float4*>(src + (long long)row * K + k0 + k);
             v[i][0] = q.x, v[i][1] = q.y, v[i][2] = q.z, v[i][3] = q.w;
-            for (int j = 0; j < 4; ++j) v[i][j] = scaled(v[i][j], ea, row);
+            for (int j = 0; j < 4; ++j) v[i][j] = scaled(v[i][j], row);
         } else {
             for (int j = 0; j < 4; ++j)
-                v[i][j] = is_b ? T[k + j][r] : row < M && k0 + k + j < K
-                    ? scaled(A[(long long)row * K + k0 + k + j], ea, row) : 0.0f;
+                v[i][j] = across ? T[k + j][r] : row < rows && k0 + k + j < K
+                    ? scaled(src[(long long)row * K + k0 + k + j], row) : 0.0f;
         }
     }
     if (gather)  // the largest |x| as its bits (in that order for every float; above all finite
@@ -189,11 +196,17 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
 // or of 128 columns of B (the blocks after), that hold a row or column outside the safe range
 // (shift_of) are packed again, scaled; the others (the usual case: the block reads 128
 // magnitudes and returns) stand. blockIdx.y takes every gridDim.y-th k-tile of the panel.
+// The blocks of blockIdx.y = 0 also zero `next` (n ints: the other of the workspace's two sets
+// of flags, which the next call gathers into; the last call's product is done with it, and
+// this call's reads this one), so that no call needs a memset.
 // Launch: block 256, grid (CEIL_DIV(M, 128) + CEIL_DIV(N, 128), any).
 extern "C" __global__ void __launch_bounds__(256)
 rescale(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
-        float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb) {
+        float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb,
+        int* __restrict__ next, int n) {
     __shared__ float T[32][129];
+    if (blockIdx.y == 0)
+        for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += gridDim.x * 256) next[i] = 0;
     const bool is_b = (int)blockIdx.x >= CEIL_DIV(M, 128);
     const int panel = is_b ? blockIdx.x - CEIL_DIV(M, 128) : blockIdx.x, r = panel * 128 + threadIdx.x;
     if (AREG && !is_b) return;  // (step 5 scales A's fragments itself)
@@ -238,6 +251,14 @@ __device__ __forceinline__ bool tile_scaled(int2 tile, int M, int N, const int* 
 #endif
 }
 
+// Where TRANS, the launches compute C^T = B^T A^T with the roles swapped: their M x K "A" is B^T
+// (the caller passes B, K x M in memory), their K x N "B" is A^T (A, N x K), and their M x N
+// "C" is C^T (C, N x M): the offsets of element (r, k), (k, c) and (r, c) below. So a C of few
+// rows (M <= 128) is computed by step 5 as one of few columns, B split in registers.
+__device__ __forceinline__ long long a_at(int r, int k, int M, int K) { return TRANS ? (long long)k * M + r : (long long)r * K + k; }
+__device__ __forceinline__ long long b_at(int k, int c, int N, int K) { return TRANS ? (long long)c * K + k : (long long)k * N + c; }
+__device__ __forceinline__ long long c_at(int r, int c, int M, int N) { return TRANS ? (long long)c * M + r : (long long)r * N + c; }
+
 // Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, each multiplied back by
 // its row's and column's powers of two where `scaled`. A thread's sums come in pairs of adjacent
 // columns: 8 bytes a store where N is even.
@@ -257,8 +278,11 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
                 x = ldexpf(x, sr + shift_of(eb[c]));
                 if (c + 1 < N) y = ldexpf(y, sr + shift_of(eb[c + 1]));
             }
-            float* at = C + (long long)r * N + c;
-            if (N % 2 == 0) {
+            float* at = C + c_at(r, c, M, N);
+            if (TRANS) {
+                at[0] = x;
+                if (c + 1 < N) at[M] = y;
+            } else if (N % 2 == 0) {
                 *reinterpret_cast<float2*>(at) = make_float2(x, y);  // (c is even, and so is N)
             } else {
                 at[0] = x;
@@ -332,30 +356,15 @@ __device__ __forceinline__ void fix_tile(int2 tile, float* C, const float* A, co
             const int r = tile.x * 128 + e / 128, c = tile.y * 128 + e % 128;
             if (r >= M || c >= N || (!bad[r] && !bad[M + c])) continue;
             float sum = 0.0f;
-            for (int k = 0; k < K; ++k) sum = fmaf(A[(long long)r * K + k], B[(long long)k * N + c], sum);
-            C[(long long)r * N + c] = sum;
+            for (int k = 0; k < K; ++k) sum = fmaf(A[a_at(r, k, M, K)], B[b_at(k, c, N, K)], sum);
+            C[c_at(r, c, M, N)] = sum;
         }
 #endif
 }
 
-// Where SCALED: the block that ends last of all the launch's blocks zeroes ea, eb and bad (the
-// workspace's, so that the next call needs no memset launch first; pack_split gathers into
-// zeros) and the count, counts[tiles], that found it. Every thread of every block calls it,
-// after its last read of ea, eb and bad; last: a flag in shared memory.
-__device__ __forceinline__ void clear_flags_at_end(int* ea, int* eb, int* bad, int M, int N,
-                                                   int* counts, int& last) {
-#if SCALED
-    if (!counted_last(counts + gridDim.x * gridDim.y, gridDim.x * gridDim.y * gridDim.z, last))
-        return;  // (counted after the block's threads are done with ea, eb and bad)
-    for (int i = threadIdx.x; i < M; i += blockDim.x) ea[i] = 0;
-    for (int i = threadIdx.x; i < N; i += blockDim.x) eb[i] = 0;
-    for (int i = threadIdx.x; i <= M + N; i += blockDim.x) bad[i] = 0;
-#endif
-}
-
 // The end of every product kernel (every thread of its two computing warpgroups): split-K's
-// slices gathered, warpgroup wg's sums into C, the Inf and NaN elements recomputed, the flags
-// zeroed after the last block. last: a flag in shared memory.
+// slices gathered, warpgroup wg's sums into C, the Inf and NaN elements recomputed. last: a
+// flag in shared memory.
 __device__ __forceinline__ void finish_tile(float* C, float (&acc)[64], int2 tile, int wg, int M,
                                             int N, int K, int* ea, int* eb, bool scaled,
                                             const float* A, const float* B, int* bad,
@@ -364,16 +373,13 @@ __device__ __forceinline__ void finish_tile(float* C, float (&acc)[64], int2 til
         store_tile(C, acc, tile, wg, M, N, ea, eb, scaled);
         fix_tile(tile, C, A, B, bad, M, N, K);
     }
-    clear_flags_at_end(ea, eb, bad, M, N, counts, last);
 }
 
 // Step 4's producer warpgroup at the end: the barriers of finish_tile, nothing else.
 __device__ __forceinline__ void producer_finish(int2 tile, float* C, const float* A, const float* B,
-                                                int* ea, int* eb, int* bad, int M, int N, int K,
-                                                int* counts, int& last) {
+                                                int* bad, int M, int N, int K, int* counts, int& last) {
     if (gridDim.z == 1 || slice_is_last(tile.x * gridDim.x + tile.y, counts, last))
         fix_tile(tile, C, A, B, bad, M, N, K);
-    clear_flags_at_end(ea, eb, bad, M, N, counts, last);
 }
 
 // One k-tile's 12 wgmmas of warpgroup wg into part: per 8 k's, small_A big_B, big_A small_B,
@@ -503,7 +509,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
             bulk_copy(stage_of(kt) + RECORD_FLOATS, b_records + (long long)kt * RECORD_FLOATS,
                       RECORD_FLOATS * 4, bar);
         }
-        producer_finish(tile, C, A, B, ea, eb, bad, M, N, K, counts, last);  // (the end's barriers)
+        producer_finish(tile, C, A, B, bad, M, N, K, counts, last);  // (the end's barriers)
         return;
     }
     registers_up<232>();
@@ -561,11 +567,14 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
 // pass over A (reading A, writing twice its bytes), and a quarter of the bytes copied into each
 // stage. The two k-tiles of a chunk have their own set of fragments, so that the second's are
 // split while the first's wgmmas run; a set is rewritten only in the next chunk, after the
-// wait at this one's end.
+// wait at this one's end. Where TRANS (A is K x M in memory: book.sgemm's thin M, B^T A^T), the
+// tile comes in by k's, AT_PITCH floats from one k to the next (16 bytes a copy where M % 4 == 0).
 // Launch: as matmul_tf32x3_wgmma, with A itself for Ap and STAGES * AREG_STAGE_BYTES + 1024
 // bytes of dynamic shared memory.
 #define A_PITCH 36  // floats from one row of A's tile to the next: 4 g + t covers the 32 banks
+#define AT_PITCH 136  // where TRANS, A's tile by k's: 8 t + g covers the 32 banks
 #define AREG_STAGE_FLOATS (RECORD_FLOATS + 128 * A_PITCH)  // B's record, then A's tile
+#define A_IN_TILE(r, k) (TRANS ? (k) * AT_PITCH + (r) : (r) * A_PITCH + (k))
 extern "C" __global__ void __launch_bounds__(256, 1)
 matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
                    float* __restrict__ C, int M, int N, int K, int group_m,
@@ -586,7 +595,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
         for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]);
     __syncthreads();
     auto stage_of = [&](int kt) { return stages + kt % STAGES * AREG_STAGE_FLOATS; };
-    const bool by16 = K % 4 == 0 && reinterpret_cast<unsigned long long>(A) % 16 == 0;
+    const bool by16 = (TRANS ? M : K) % 4 == 0 && reinterpret_cast<unsigned long long>(A) % 16 == 0;
     auto load = [&](int kt) {  // k-tile kt into its stage: B's record (one thread), A's tile (all)
         float* stage = stage_of(kt);
         if (tid == 0) {
@@ -595,17 +604,19 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
         }
         float* tile_a = stage + RECORD_FLOATS;
         const int k0 = (kt0 + kt) * 32;
-        if (by16)
-            for (int c = tid; c < 128 * 8; c += 256) {  // 16 bytes: row c / 8, k's 4 (c % 8) ..
-                const int r = c / 8, k = k0 + 4 * (c % 8), row = tile.x * 128 + r;
-                const bool in = row < M && k < K;
-                copy16(tile_a + r * A_PITCH + 4 * (c % 8), in ? A + (long long)row * K + k : A, in);
+        if (by16)  // 16 bytes: row c / 8, k's 4 (c % 8) .. (where TRANS: k c / 32, rows 4 (c % 32) ..)
+            for (int c = tid; c < 128 * 8; c += 256) {
+                const int r = TRANS ? 4 * (c % 32) : c / 8, k = TRANS ? c / 32 : 4 * (c % 8);
+                const int row = tile.x * 128 + r;
+                const bool in = row < M && k0 + k < K;
+                copy16(tile_a + A_IN_TILE(r, k), in ? A + a_at(row, k0 + k, M, K) : A, in);
             }
         else
             for (int c = tid; c < 128 * 32; c += 256) {
-                const int r = c / 32, k = k0 + c % 32, row = tile.x * 128 + r;
-                const bool in = row < M && k < K;
-                copy4(tile_a + r * A_PITCH + c % 32, in ? A + (long long)row * K + k : A, in);
+                const int r = TRANS ? c % 128 : c / 32, k = TRANS ? c / 128 : c % 32;
+                const int row = tile.x * 128 + r;
+                const bool in = row < M && k0 + k < K;
+                copy4(tile_a + A_IN_TILE(r, k), in ? A + a_at(row, k0 + k, M, K) : A, in);
             }
         commit();
     };
@@ -632,7 +643,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
         for (int s = 0; s < 4; ++s)  // the fragment of k-step s: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)
 #pragma unroll
             for (int i = 0; i < 4; ++i)
-                split_tf32(tile_a[(r0 + 8 * (i % 2)) * A_PITCH + 8 * s + t + 4 * (i / 2)] *
+                split_tf32(tile_a[A_IN_TILE(r0 + 8 * (i % 2), 8 * s + t + 4 * (i / 2))] *
                            (i % 2 == 0 ? scale0 : scale1), big[4 * s + i], small[4 * s + i]);
         barrier_wait(&full[kt % STAGES], kt / STAGES % 2);  // B's record of k-tile kt has landed
         const float* b = stage_of(kt);

@@ -49,7 +49,7 @@ def _kernels(defines: tuple = DEFINES):
     if d.get("AREG") and d.get("PRODUCER"):
         raise LaunchError("10_wgmma.cu: AREG = 1 (step 5) and PRODUCER = 1 (step 4) are two "
                           "product kernels; choose one")
-    packing = {k: 1 for k in ("SCALED", "AREG") if d.get(k)}
+    packing = {k: 1 for k in ("SCALED", "AREG", "TRANS") if d.get(k)}
     pack_split = load_kernel(SOURCE, "pack_split", options=OPTIONS, defines=packing)
     rescale = load_kernel(SOURCE, "rescale", options=OPTIONS, defines=packing)
     name, threads = ("matmul_tf32x3_ws", 384) if d.get("PRODUCER") else \
@@ -88,9 +88,9 @@ def _flag_views(f, M: int, N: int):
 def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DEFINES,
          ea=None, eb=None, bad=None) -> None:
     """Split A and B into their records (from :func:`records`), in one launch, gathering the
-    magnitudes and flags into ``ea``, ``eb`` and ``bad`` (from :func:`flags`) where ``defines``
-    has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not written: the product
-    splits A itself)."""
+    magnitudes and flags into ``ea``, ``eb`` and ``bad`` (from :func:`flags`, zeros) where
+    ``defines`` has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not written:
+    the product splits A itself)."""
     grid = (_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2)
     ea, eb, bad = (_zeros(1) if x is None else x for x in (ea, eb, bad))
     _kernels(tuple(defines))[0](grid, (256, 1), (A, B, a_records, b_records,
@@ -101,13 +101,17 @@ RESCALE_SLICES = 16
 """rescale's blocks per panel: each takes every 16th k-tile of its panel, where it needs it."""
 
 
-def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, ea, eb) -> None:
+def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, ea, eb,
+            next_flags=None) -> None:
     """After :func:`pack` where SCALED = 1: each panel of 128 rows of A (columns of B) that
     holds a row (column) outside the safe range, packed again, scaled (10_wgmma.cu's rescale);
-    for the others the blocks read the magnitudes and return."""
+    for the others the blocks read the magnitudes and return. ``next_flags`` (int32), where
+    given, is zeroed in the same launch: the next call's flags."""
     grid = (_ceil(M, TILE) + _ceil(N, TILE), min(_ceil(K, K_TILE), RESCALE_SLICES))
+    nxt = _zeros(1) if next_flags is None else next_flags
     _kernels(tuple(defines))[1](grid, (256, 1), (A, B, a_records, b_records,
-                                                 *map(np.int32, (M, N, K)), ea, eb))
+                                                 *map(np.int32, (M, N, K)), ea, eb, nxt,
+                                                 np.int32(0 if next_flags is None else nxt.size)))
 
 
 def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, splits: int = 1):
@@ -115,8 +119,12 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     ``defines`` of 10_wgmma.cu as (name, value) pairs. With SCALED = 1, rows of A and columns
     of B outside the safe range are scaled by powers of two first, and C's elements in rows
     and columns with Inf or NaN are recomputed with float32 FMAs, as cuBLAS SGEMM has them.
-    ``splits`` > 1: split-K, the slice of K of a tile that ends last adding up the others'."""
-    for name, x, shape in (("A", A, (M, K)), ("B", B, (K, N)), ("C", C, (M, N))):
+    ``splits`` > 1: split-K, the slice of K of a tile that ends last adding up the others'.
+    With TRANS = 1 the launches compute C^T = B^T A^T: A is K x M, B is N x K, C is N x M (pass
+    B, A and C of the product wanted, and M, N swapped)."""
+    trans = bool(dict(defines).get("TRANS"))
+    for name, x, shape in (("A", A, (K, M) if trans else (M, K)), ("B", B, (N, K) if trans else (K, N)),
+                           ("C", C, (N, M) if trans else (M, N))):
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
                               f"float32 {shape}")
@@ -124,20 +132,25 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     key = (M, N, K, areg)
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = (None if areg else records(M, K), records(N, K), flags(M, N))
-    a_records, b_records, kept = _workspace[key]
+        _workspace[key] = [None if areg else records(M, K), records(N, K),
+                           xp.zeros((2, 2 * (M + N) + 1), dtype=xp.int32), 0]
+    work = _workspace[key]
+    a_records, b_records, two, turn = work
     scaled = bool(dict(defines).get("SCALED"))
-    ea, eb, bad = kept if scaled else (None, None, None)  # (zeros: the product's last block
-    # zeroes them again for the next call, 10_wgmma.cu's clear_flags_at_end)
+    # Two sets of flags, zeros, taken in turn: this call gathers into one (ea, eb, bad) and its
+    # rescale zeroes the other, which the last call's product has read and the next call fills.
+    ea, eb, bad = _flag_views(two[turn], M, N) if scaled else (None, None, None)
     packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
     try:
         pack(A, B, packed_a, b_records, M, N, K, defines, ea, eb, bad)
         if scaled:
-            rescale(A, B, packed_a, b_records, M, N, K, defines, ea, eb)
+            rescale(A, B, packed_a, b_records, M, N, K, defines, ea, eb, two[1 - turn])
         product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb, A, B, bad)
     except BaseException:
-        _workspace.clear()  # (flags pack filled and no product zeroed are never used again)
+        _workspace.clear()  # (a set of flags left unzeroed is never used again)
         raise
+    if scaled:
+        work[3] = 1 - turn
 
 
 _split: dict = {}
@@ -145,13 +158,13 @@ _split: dict = {}
 
 def _split_state(tiles: int, splits: int):
     """The product's room: (partials, split-K's 64 KiB for each slice of each tile; counts, one
-    per tile and one for the launch, zeros that every product launch leaves zero), kept for the
-    next call (grown where too small)."""
+    per tile, zeros that every product launch leaves zero), kept for the next call (grown where
+    too small)."""
     need = tiles * splits * TILE * TILE if splits > 1 else 1
     if _split.get("partials") is None or _split["partials"].size < need:
         _split["partials"] = xp.empty(need, dtype=xp.float32)
-    if _split.get("counts") is None or _split["counts"].size < tiles + 1:
-        _split["counts"] = xp.zeros(max(tiles + 1, 1024), dtype=xp.int32)
+    if _split.get("counts") is None or _split["counts"].size < tiles:
+        _split["counts"] = xp.zeros(max(tiles, 1024), dtype=xp.int32)
     return _split["partials"], _split["counts"]
 
 
@@ -163,7 +176,7 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
     to end adds up the others'); ``ea``, ``eb``: the magnitudes that set the records' scales,
     where SCALED = 1; ``bad``: the flags of rows and columns with Inf or NaN, whose elements
     of C are recomputed from ``A`` and ``B`` (both needed where ``bad`` is given). Where
-    SCALED = 1 the launch leaves ``ea``, ``eb`` and ``bad`` zeroed, for the next pack."""
+    SCALED = 1 the launch only reads ``ea``, ``eb`` and ``bad``."""
     kernel, smem, threads = _kernels(tuple(defines))[2:]
     grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
     none = _zeros(1)
@@ -171,7 +184,7 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
         raise LaunchError("tf32x3 product: bad flags need A and B, to recompute their elements")
     if dict(defines).get("SCALED") and (ea is None or eb is None):
         raise LaunchError("tf32x3 product: SCALED = 1 needs pack's magnitudes ea and eb (flags), "
-                          "which the product zeroes at its end")
+                          "which set the scales the store undoes")
     kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
                                 none if ea is None else ea, none if eb is None else eb,
                                 a_records if A is None else A, b_records if B is None else B,
