@@ -1027,8 +1027,9 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     whose largest element lies outside 2^-40 .. 2^40 scaled by a power of two first (any finite
     magnitude keeps float32's accuracy), the rows and columns that hold Inf or NaN recomputed
     with FFMA (their Inf and NaN as cuBLAS SGEMM's), split-K where tiles of C are few
-    (``tf32x3_splits``), A split in registers where N <= TF32X3_AREG_MAX_N; it reads
-    C-contiguous copies of A and B where they are views."""
+    (``tf32x3_splits``), A split in registers where N <= TF32X3_AREG_MAX_N, and where
+    M <= TF32X3_AREG_MAX_N < N the transpose C^T = B^T A^T the same way (B split in
+    registers); it reads C-contiguous copies of A and B where they are views."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
@@ -1089,7 +1090,10 @@ TF32X3_AREG_MAX_N = 128
 that pack_split's pass over a large A is saved). Measured (probe, one run each): 16384 x 128 x
 4096 0.346 ms against step 3's 0.489 on an H100, 0.331 against 0.386 on an H200; 65536 x 64 x
 1024 0.350 against 0.509, 0.328 against 0.393; at N = 256 the H100 preferred step 5 (0.568
-against 0.604 ms) and the H200 step 3 (0.506 against 0.554)."""
+against 0.604 ms) and the H200 step 3 (0.506 against 0.554). Up to this M (where N is larger)
+it computes C^T = B^T A^T with step 5 (10_wgmma.cu's TRANS = 1): 128 x 16384 x 4096 took
+0.375 ms against step 3's 0.499, 100 x 8192 x 8192 0.390 against 0.507, 64 x 65536 x 1024
+0.383 against 0.527 (H100, interleaved, two rounds)."""
 
 
 def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
@@ -1315,12 +1319,12 @@ blocks): no change was made or judged on it before its first recorded run. Its r
 
 
 def heldout_shapes(count: int = HELDOUT_COUNT, seed: int = HELDOUT_SEED, top: int = 16384,
-                   max_bytes: int = 6 << 30) -> list[tuple[int, int, int]]:
-    """Shapes no plan was tuned on: M, N and K each log-uniform from 1 to ``top`` (seeded),
+                   max_bytes: int = 6 << 30, low: int = 1) -> list[tuple[int, int, int]]:
+    """Shapes no plan was tuned on: M, N and K each log-uniform from ``low`` to ``top`` (seeded),
     drawn again where A, B and C with their float64 copies would take more than ``max_bytes``."""
     rng, shapes = np.random.default_rng(seed), []
     while len(shapes) < count:
-        M, N, K = (int(round(2 ** x)) for x in rng.uniform(0, math.log2(top), 3))
+        M, N, K = (int(round(2 ** x)) for x in rng.uniform(math.log2(low), math.log2(top), 3))
         if 12 * (M * K + K * N + M * N) <= max_bytes:
             shapes.append((M, N, K))
     return shapes

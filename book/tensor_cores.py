@@ -363,6 +363,12 @@ MAGNITUDES_CMD, SUITE_CMD, PARTS_CMD = ("python -m book.tensor_cores --magnitude
                                         "python -m book.tensor_cores --suite",
                                         "python -m book.tensor_cores --parts")
 """The commands that record them, on a GPU with wgmma."""
+HELDOUT_FILE, HELDOUT_CMD = "10_tf32x3_heldout", "python -m book.tensor_cores --heldout"
+HELDOUT_SEED, HELDOUT_COUNT, HELDOUT_LOW = 20261128, 24, 128
+"""precision='tf32x3' on shapes it was never tuned or judged on: 24 drawn as chapter 9's
+held-out sets are (``gemm.heldout_shapes``), M, N and K each log-uniform from 128 (not 1: below
+that a tensor core's tile is mostly padding) to 16384, from a seed of their own, fixed before
+their first run."""
 MAGNITUDE_FAMILIES = {
     "A and B x s": (1e-18, 1e-12, 1e-6, 1.0, 1e6, 1e12, 1e18),
     "A x s, B / s": (1e-30, 1e-20, 1e-10, 1e10, 1e20, 1e30),
@@ -431,6 +437,40 @@ def tf32x3_suite(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     from . import gemm
     shapes = shapes or (gemm.SUITE if BACKEND == "gpu" else gemm.CPU_SUITE[:2])
     return gemm.suite(shapes, rounds, specs=(Tf32x3Sgemm, gemm.BookSgemm))
+
+
+def tf32x3_heldout(rounds: int = 3) -> "pd.DataFrame":
+    """:func:`tf32x3_suite` on the held-out shapes (:data:`HELDOUT_SEED`; on the CPU emulator,
+    two small shapes of the same kinds instead)."""
+    from . import gemm
+    shapes = gemm.heldout_shapes(HELDOUT_COUNT, HELDOUT_SEED, low=HELDOUT_LOW)
+    if BACKEND != "gpu":  # (the emulator: two small shapes of the same kinds)
+        shapes = [(133, 149, 37), (29, 161, 70)]
+    return tf32x3_suite(shapes, rounds)
+
+
+def heldout_summary(runs: dict) -> "pd.DataFrame":
+    """:func:`tf32x3_heldout` of every GPU recorded, a row each (named by the word after
+    "NVIDIA"): 'tf32x3' as a multiple of cuBLAS SGEMM -- geometric mean, lowest, highest --, how
+    many shapes reach SGEMM's speed, and the geometric mean over the shapes with M, N and K all
+    at least 1024 (where tensor cores can pay)."""
+    import pandas as pd
+
+    from .gemm import geomean_pct
+    rows = {}
+    for d, df in runs.items():
+        x = df[df.kernel == Tf32x3Sgemm.id]
+        big = x[(x.M >= 1024) & (x.N >= 1024) & (x.K >= 1024)]
+        rows[d.replace("NVIDIA ", "").split()[0]] = {
+            "shapes": len(x), "geometric mean (x SGEMM)": geomean_pct(x.pct_of_cublas) / 100,
+            "lowest": x.pct_of_cublas.min() / 100, "highest": x.pct_of_cublas.max() / 100,
+            "at or above SGEMM": int((x.pct_of_cublas >= 100).sum()),
+            "M, N, K ≥ 1024": len(big),
+            "their geometric mean": geomean_pct(big.pct_of_cublas) / 100 if len(big) else float("nan"),
+            "checks": "ok" if (df.status == "ok").all() else "FAILED"}
+    table = pd.DataFrame(rows).T.infer_objects()
+    return table.round({c: 2 for c in ("geometric mean (x SGEMM)", "lowest", "highest",
+                                        "their geometric mean")})
 
 
 PARTS_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 16384),
@@ -670,6 +710,8 @@ def main(argv: list[str]) -> int:
         print(results.keep(magnitudes(), MAGNITUDES_FILE).to_string())
     if "--suite" in argv:
         print(results.keep(tf32x3_suite(), TF32X3_SUITE_FILE).round(1).to_string())
+    if "--heldout" in argv:
+        print(results.keep(tf32x3_heldout(), HELDOUT_FILE).round(1).to_string())
     if "--parts" in argv:
         print(results.keep(tf32x3_parts(), PARTS_FILE).to_string(float_format=lambda v: f"{v:.4g}"))
     return 0

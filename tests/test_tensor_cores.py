@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from book import LaunchError, load_kernel, to_device, to_host, xp
+from book.registry import KERNELS
 from book.tensor_cores import tf32_bits as tf32_rna
 from conftest import ROOT
 
@@ -257,24 +258,22 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
     assert {row for row, _ in met} <= {"1024 × 1024 × 16384"}                  # "nowhere else"
     long_k = {d: df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.K == 16384) & (df.M == 1024)]
               .pct_of_cublas.iloc[0] / 100 for d, df in speeds.items()}
-    assert {d: round(v, 2) for d, v in long_k.items()} == {"NVIDIA H100 80GB HBM3": 1.56, "NVIDIA H200": 1.64}
+    assert {d: round(v, 2) for d, v in long_k.items()} == {"NVIDIA H100 80GB HBM3": 1.55, "NVIDIA H200": 1.63}
     assert x.loc[["4096³", "8192³"]].stack().round(1).between(2.2, 2.3).all()  # "2.2 to 2.3"
-    assert list(x.loc["M, N ≥ 2048 and K ≥ 1024, lowest"].round(2)) == [1.82, 1.90]
-    assert list(x.loc["1024³"].round(2)) == [1.34, 1.39]
-    assert x.loc["whole suite, geometric mean", "NVIDIA H100 80GB HBM3"] == 1.61
+    assert list(x.loc["M, N ≥ 2048 and K ≥ 1024, lowest"].round(2)) == [1.83, 1.92]
+    assert list(x.loc["1024³"].round(2)) == [1.35, 1.42]
+    assert list(x.loc["whole suite, geometric mean"]) == [1.66, 1.72]
     tf32x3 = {d: df[df.kernel == tc.Tf32x3Sgemm.id].set_index(["M", "N", "K"]).pct_of_cublas / 100
               for d, df in speeds.items()}
     h100, h200 = tf32x3["NVIDIA H100 80GB HBM3"], tf32x3["NVIDIA H200"]
     assert round(h100[(16384, 128, 4096)], 2) == 1.12                         # "0.78 to 1.12"
-    assert [round(g[(128, 16384, 4096)], 2) for g in (h100, h200)] == [0.77, 0.94]
-    assert round(h100[(16384, 16384, 256)], 2) == 1.83                        # "from 1.95 to 1.83"
-    assert round(h100[(8192, 8192, 512)], 2) == 1.91 and round(h100[(1000, 1000, 1000)], 2) == 1.23
+    assert [round(g[(128, 16384, 4096)], 2) for g in (h100, h200)] == [1.02, 1.03]  # "What is left"
 
 
 def test_chapter_10s_parts_table_reads_every_gpus_run():
     """'Where the time goes': a row per GPU and shape, its times the recorded medians, the bound
     three cuBLAS TF32 GEMMs; and what the prose says of it holds in every GPU's file: the
-    producer warpgroup gains nothing anywhere (within 10% either way), ping-pong is slower
+    producer warpgroup gains nothing anywhere (within about a tenth either way), ping-pong is slower
     everywhere, step 5 (A from registers) is slower everywhere and its call below step 3's, and
     every product gave the same bits as step 3's."""
     from book import tensor_cores as tc
@@ -289,7 +288,7 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
         assert row["call"] == ms["sgemm_tf32x3"] and row["product"] == ms["product"]
         assert row["bound, x SGEMM"] == pytest.approx(ms["cublas"] / (3 * ms["cublas_tf32"]))
         assert df.same_bits.dropna().astype(bool).all(), device
-    assert (table["step 4, % of product"].between(90, 110)).all()
+    assert (table["step 4, % of product"].between(90, 112)).all()
     assert (table["ping-pong, % of product"] > 100).all()
     assert (table["step 5, % of product"] > 135).all()
     assert (table["call with step 5, x SGEMM"] < table["call, x SGEMM"]).all()
@@ -302,3 +301,42 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     assert (large["call, x SGEMM"] < large["bound, x SGEMM"]).all()
     small = table.xs("1024³", level=1)
     assert (small["call, x SGEMM"] > small["bound, x SGEMM"]).all()
+
+
+@pytest.mark.skipif(KERNELS["tf32x3_wgmma"].why_not_here() is not None,
+                    reason="3xTF32 runs on wgmma (compute capability 9.0)")
+def test_the_held_out_run_checks_every_shape_it_times():
+    """``python -m book.tensor_cores --heldout`` on whichever backend runs: 'tf32x3', FFMA
+    book.sgemm and cuBLAS on every shape, each checked ('ok'), and the summary counts them."""
+    from book import tensor_cores as tc
+    df = tc.tf32x3_heldout(rounds=1)
+    assert set(df.kernel) == {tc.Tf32x3Sgemm.id, "book_sgemm", "cublas"}
+    assert (df.status == "ok").all() and (df.rel_error < 1e-5).all()
+    summary = tc.heldout_summary({"this GPU": df})
+    assert summary.loc["this", "shapes"] == len(set(zip(df.M, df.N, df.K))) and summary.checks.eq("ok").all()
+
+
+def test_chapter_10s_held_out_prose_reads_every_gpus_file():
+    """The held-out set is recorded for both GPUs, every shape checked, and the figures chapter
+    10 gives for it hold in the files."""
+    from book import tensor_cores as tc
+    from book.harness import results
+    runs = results.load_every(tc.HELDOUT_FILE)
+    assert set(runs) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
+    s = tc.heldout_summary(runs)
+    assert (s.checks == "ok").all() and (s.shapes == 24).all() and (s["at or above SGEMM"] == 14).all()
+    assert [round(v, 2) for v in s["geometric mean (x SGEMM)"]] == [1.12, 1.17]
+    assert [round(v, 2) for v in s["their geometric mean"]] == [2.15, 2.24]
+    assert [round(v, 2) for v in s.highest] == [2.49, 2.58] and [round(v, 2) for v in s.lowest] == [0.40, 0.41]
+    x = {d: df.pivot_table(index=["M", "N", "K"], columns="kernel", values="pct_of_cublas")
+         for d, df in runs.items()}
+    below = {d: t[t[tc.Tf32x3Sgemm.id] < 100].index for d, t in x.items()}
+    for idx in below.values():  # "five with a short K (146 to 236), five with M or N in (128, 512]"
+        short = [k for _, _, k in idx if k <= 236]
+        assert len(idx) == 10 and len(short) == 5 and (min(short), max(short)) == (146, 236)
+        assert all(128 < min(m, n) <= 512 for m, n, k in idx if k > 236)
+    assert [int((t.book_sgemm > t[tc.Tf32x3Sgemm.id]).sum()) for t in x.values()] == [10, 8]
+    from book.gemm import heldout_shapes
+    for df in runs.values():  # the shapes the seed draws, and no others
+        assert list(df.drop_duplicates(["M", "N", "K"])[["M", "N", "K"]].itertuples(index=False, name=None)) \
+            == heldout_shapes(24, tc.HELDOUT_SEED, low=tc.HELDOUT_LOW)
