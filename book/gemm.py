@@ -1097,9 +1097,9 @@ it computes C^T = B^T A^T with step 5 (10_wgmma.cu's TRANS = 1): 128 x 16384 x 4
 
 
 def tf32x3_splits(M: int, N: int, K: int, sms: int = 132) -> int:
-    """Split-K for ``precision='tf32x3'``: where its 128 x 128 tiles of C are fewer than the SMs
-    (one block per SM), as many slices of K as fill them, each at least TF32X3_MIN_KTILES
-    k-tiles of 32 long, at most TF32X3_MAX_SPLITS. (The slice of a tile that ends last adds
+    """Split-K for ``precision='tf32x3'``: where its 128 x 128 tiles of C are at most half the
+    SMs (one block per SM), as many slices of K as fill them, at most TF32X3_MAX_SPLITS and at
+    most one per TF32X3_MIN_KTILES k-tiles of 32. (The slice of a tile that ends last adds
     up the others' sums, in the product kernel.)"""
     tiles = ceil_div(M, 128) * ceil_div(N, 128)
     return max(1, min(sms // tiles, ceil_div(K, 32) // TF32X3_MIN_KTILES, TF32X3_MAX_SPLITS))

@@ -1,6 +1,7 @@
 """Chapter 10: tensor cores at full FP32 accuracy -- TF32 rounding and the 3xTF32 split in
 NumPy (:func:`tf32`, :func:`split_product`), cuBLAS TF32 as a pseudo-kernel, and the chapter's
-measurements (:func:`measure`, :func:`error_vs_k`). The wgmma kernel's two launches live in
+measurements (:func:`measure`, :func:`error_vs_k`), and ``precision='tf32x3'``'s records
+(magnitudes, suite, held-out set, parts). The wgmma kernel's launches live in
 ``book.launch.wgmma``."""
 from __future__ import annotations
 

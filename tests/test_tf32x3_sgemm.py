@@ -44,7 +44,7 @@ def test_wide_exponents_within_one_matrix():
 # thin M, computed as C^T)
 def test_one_call_leaves_nothing_for_the_next(shape):
     """Calls of one shape share a workspace with two sets of flags, taken in turn, each call's
-    pack zeroing the next call's: calls with Inf, with a huge row, with a tiny one, and plain
+    rescale zeroing the next call's: calls with Inf, with a huge row, with a tiny one, and plain
     ones, each as accurate as alone, and the next call's flags zero after each call."""
     from book.launch import wgmma as W
     M, N, K = shape

@@ -11,7 +11,7 @@
 // pack_split (the first launch, one pass over A and one over B): each 128 x 32 tile of A, and of
 //   B transposed, becomes a 32 KiB record [big 128 x 32][small 128 x 32], already in the swizzled
 //   layout, zero-padded to whole tiles. big = tf32(x), small = tf32(x - big).
-// matmul_tf32x3_wgmma (the second): a block computes 128 x 128 of C with two warpgroups, each
+// matmul_tf32x3_wgmma (the last launch): a block computes 128 x 128 of C with two warpgroups, each
 //   64 x 128. One thread asks the copy engine (cp.async.bulk) for the two 32 KiB records of a
 //   k-tile, STAGES - 1 tiles ahead; an mbarrier counts their bytes, and every thread waits on it.
 //   Per 8 k's, three wgmmas: small_A big_B, big_A small_B, big_A big_B (the 2^-22 term
@@ -170,7 +170,8 @@ __device__ __forceinline__ void pack_tile(const float* __restrict__ A, const flo
 // eb (by atomicMax) and the flags of rows and columns with Inf or NaN into bad
 // (bad[m], bad[M + n], and bad[M + N] for any; such a row's magnitude may miss the 32 k's that
 // hold its Inf or NaN, and fix_tile recomputes its elements of C anyway); ea, eb and bad
-// zeroed before the launch. Launch: block 256, grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2).
+// zeros before the launch (the previous call's rescale zeroed them, or the allocation).
+// Launch: block 256, grid (CEIL_DIV(K, 32), CEIL_DIV(max(M, N), 128), 2).
 extern "C" __global__ void __launch_bounds__(256)
 pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
            float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb,
@@ -196,9 +197,10 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
 // or of 128 columns of B (the blocks after), that hold a row or column outside the safe range
 // (shift_of) are packed again, scaled; the others (the usual case: the block reads 128
 // magnitudes and returns) stand. blockIdx.y takes every gridDim.y-th k-tile of the panel.
-// The blocks of blockIdx.y = 0 also zero `next` (n ints: the other of the workspace's two sets
-// of flags, which the next call gathers into; the last call's product is done with it, and
-// this call's reads this one), so that no call needs a memset.
+// The blocks of blockIdx.y = 0 also zero `next` (n ints): the other of the workspace's two sets
+// of flags, which the previous call's product has finished reading and the next call's
+// pack_split fills (this call's product reads the set ea and eb are in). So calls of one shape
+// need no memset.
 // Launch: block 256, grid (CEIL_DIV(M, 128) + CEIL_DIV(N, 128), any).
 extern "C" __global__ void __launch_bounds__(256)
 rescale(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ Ap,
@@ -261,7 +263,7 @@ __device__ __forceinline__ long long c_at(int r, int c, int M, int N) { return T
 
 // Warpgroup wg's 64 x 128 sums (acc, in wgmma's layout) into C's tile, each multiplied back by
 // its row's and column's powers of two where `scaled`. A thread's sums come in pairs of adjacent
-// columns: 8 bytes a store where N is even.
+// columns: 8 bytes a store where N is even (one float where TRANS: the two are a column apart).
 __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int2 tile, int wg,
                                            int M, int N, const int* ea, const int* eb, bool scaled) {
     const int lane = threadIdx.x % 128, w = lane / 32, g = lane % 32 / 4, t = lane % 4;
@@ -300,7 +302,7 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
 __device__ __forceinline__ float4* partial_of(float* partials, int z, int id) {
     return reinterpret_cast<float4*>(partials + ((long long)z * gridDim.x * gridDim.y + id) * 16384);
 }
-// Every thread of the block, after the block's last write (or read) that the count orders:
+// Every thread of the block, after the block's last write that the count orders:
 // thread 0 adds the block to *count; the block that brings it to `total` (the last of them)
 // sets it back to 0 and returns true, after a fence, so that the others' writes are seen.
 // last: a flag in shared memory.
@@ -564,12 +566,12 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
 // its own elements -- rows 16 w + g and 16 w + g + 8 of its warpgroup's 64, k's t and t + 4 of
 // each 8 -- splits them in registers, scaled by its rows' powers of two, into wgmma's A
 // fragments (wgmma reads A from registers, B from shared memory). What it saves: pack_split's
-// pass over A (reading A, writing twice its bytes), and a quarter of the bytes copied into each
-// stage. The two k-tiles of a chunk have their own set of fragments, so that the second's are
+// writes of A's records (twice A's bytes; where SCALED the pass still reads A, for its
+// magnitudes), and a quarter of the bytes copied into each stage. The two k-tiles of a chunk have their own set of fragments, so that the second's are
 // split while the first's wgmmas run; a set is rewritten only in the next chunk, after the
 // wait at this one's end. Where TRANS (A is K x M in memory: book.sgemm's thin M, B^T A^T), the
 // tile comes in by k's, AT_PITCH floats from one k to the next (16 bytes a copy where M % 4 == 0).
-// Launch: as matmul_tf32x3_wgmma, with A itself for Ap and STAGES * AREG_STAGE_BYTES + 1024
+// Launch: as matmul_tf32x3_wgmma, with A itself for Ap and STAGES * AREG_STAGE_FLOATS * 4 + 1024
 // bytes of dynamic shared memory.
 #define A_PITCH 36  // floats from one row of A's tile to the next: 4 g + t covers the 32 banks
 #define AT_PITCH 136  // where TRANS, A's tile by k's: 8 t + g covers the 32 banks
