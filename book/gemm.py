@@ -1116,16 +1116,14 @@ def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINE
                           f"{why}; precision='fp32' runs on every GPU")
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
-    if defines == TF32X3_DEFINES and N > TF32X3_AREG_MAX_N >= M:  # thin M: C^T = B^T A^T, with
-        defines += (("AREG", 1), ("TRANS", 1))  # step 5, B split in registers, A alone packed
-        _into(out, alpha, beta, lambda c: tf32x3_wgmma(b, a, c, N, M, K, defines,
-                                                       tf32x3_splits(N, M, K, _sms())))
-        return
-    if N <= TF32X3_AREG_MAX_N and defines == TF32X3_DEFINES:
+    if defines == TF32X3_DEFINES and N > TF32X3_AREG_MAX_N >= M:  # thin M: C^T = B^T A^T, by
+        a, b, M, N = b, a, N, M  # step 5 with the roles swapped (B split in registers, A packed)
+        defines += (("AREG", 1), ("TRANS", 1))
+    elif defines == TF32X3_DEFINES and N <= TF32X3_AREG_MAX_N:
         defines += (("AREG", 1),)  # step 5: A split in registers, B alone packed
+    splits = tf32x3_splits(M, N, K, _sms())
     # (no wait for the host: Inf and NaN are found and fixed on the GPU, split-K adds in-kernel)
-    _into(out, alpha, beta, lambda c: tf32x3_wgmma(a, b, c, M, N, K, defines,
-                                                   tf32x3_splits(M, N, K, _sms())))
+    _into(out, alpha, beta, lambda c: tf32x3_wgmma(a, b, c, M, N, K, defines, splits))
 
 
 def _known(M: int, N: int, K: int, layout: str) -> bool:

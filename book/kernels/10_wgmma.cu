@@ -302,22 +302,18 @@ __device__ __forceinline__ void store_tile(float* C, const float (&acc)[64], int
 __device__ __forceinline__ float4* partial_of(float* partials, int z, int id) {
     return reinterpret_cast<float4*>(partials + ((long long)z * gridDim.x * gridDim.y + id) * 16384);
 }
-// Every thread of the block, after the block's last write that the count orders:
-// thread 0 adds the block to *count; the block that brings it to `total` (the last of them)
-// sets it back to 0 and returns true, after a fence, so that the others' writes are seen.
-// last: a flag in shared memory.
-__device__ __forceinline__ bool counted_last(int* count, int total, int& last) {
+// Every thread of the block, after the block's sums are stored: thread 0 adds the slice to
+// counts[id]; the slice that brings it to gridDim.z (the last of them) sets it back to 0 and
+// returns true, after a fence, so that the others' sums are seen. last: a flag in shared memory.
+__device__ __forceinline__ bool slice_is_last(int id, int* counts, int& last) {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        last = atomicAdd(count, 1) == total - 1;
-        if (last) atomicExch(count, 0), __threadfence();
+        last = atomicAdd(counts + id, 1) == (int)gridDim.z - 1;
+        if (last) atomicExch(counts + id, 0), __threadfence();
     }
     __syncthreads();
     return last;
-}
-__device__ __forceinline__ bool slice_is_last(int id, int* counts, int& last) {
-    return counted_last(counts + id, gridDim.z, last);  // (after the block's sums are stored)
 }
 __device__ __forceinline__ bool gather_slices(float (&acc)[64], int2 tile, float* partials,
                                               int* counts, int& last) {

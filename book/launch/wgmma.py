@@ -77,11 +77,16 @@ def flags(M: int, N: int):
     largest finite element, plus one; 0 for a zero row), and 1 for each row
     of A (bad[:M]) and column of B (bad[M:M + N]) that holds Inf or NaN, bad[M + N] = 1 if any
     does."""
-    return _flag_views(xp.zeros(2 * (M + N) + 1, dtype=xp.int32), M, N)
+    return _flag_views(xp.zeros(_flag_ints(M, N), dtype=xp.int32), M, N)
+
+
+def _flag_ints(M: int, N: int) -> int:
+    """The ints of one set of flags: ea (M), eb (N) and bad (M + N + 1)."""
+    return 2 * (M + N) + 1
 
 
 def _flag_views(f, M: int, N: int):
-    """(ea, eb, bad): the three parts of one array of 2 (M + N) + 1 ints."""
+    """(ea, eb, bad): the three parts of one array of _flag_ints(M, N) ints."""
     return f[:M], f[M:M + N], f[M + N:]
 
 
@@ -133,7 +138,7 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
         _workspace[key] = [None if areg else records(M, K), records(N, K),
-                           xp.zeros((2, 2 * (M + N) + 1), dtype=xp.int32), 0]
+                           xp.zeros((2, _flag_ints(M, N)), dtype=xp.int32), 0]
     work = _workspace[key]
     a_records, b_records, two, turn = work
     scaled = bool(dict(defines).get("SCALED"))
