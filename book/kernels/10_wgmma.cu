@@ -13,9 +13,11 @@
 //   layout, zero-padded to whole tiles. big = tf32(x), small = tf32(x - big).
 // matmul_tf32x3_wgmma (the last launch): a block computes 128 x 128 of C with two warpgroups, each
 //   64 x 128. One thread asks the copy engine (cp.async.bulk) for the two 32 KiB records of a
-//   k-tile, STAGES - 1 tiles ahead; an mbarrier counts their bytes, and every thread waits on it.
-//   Per 8 k's, three wgmmas: small_A big_B, big_A small_B, big_A big_B (the 2^-22 term
-//   small_A small_B is dropped).
+//   k-tile, STAGES - 1 tiles ahead, into the stage of the k-tile before the current one as soon
+//   as that one's wgmmas are done (the wait at a chunk's end comes after: asked for only after
+//   it, the copy arrived late, and step 3 took 6 to 9% longer); an mbarrier counts the copy's
+//   bytes, and every thread waits on it. Per 8 k's, three wgmmas: small_A big_B, big_A small_B,
+//   big_A big_B (the 2^-22 term small_A small_B is dropped).
 // The accumulation: the tensor core adds its inputs with truncation (toward zero), so a sum kept
 //   in it for all of K drifts by K / 8 cuts. Here the tensor core sums one chunk of CHUNK k-tiles
 //   (64 k's with CHUNK = 2) from zero, and the chunk is added to the accumulator with float32 adds (rounded to
@@ -448,14 +450,15 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
                     wgmma_m64n128_tf32(part, stage_of(j) + wg * 64 * 32 + 8 * s,
                                        stage_of(j) + RECORD_FLOATS + 8 * s, true);
         wgmma_commit();
-        if (last) {  // the chunk is complete: add it
+        // k-tile kt - 1's wgmmas are done (SMALL_FIRST: the chunk's big terms read its stage too)
+        if (SMALL_FIRST && last) wgmma_wait<0>();
+        else wgmma_wait<1>();
+        __syncthreads();  // in both warpgroups: load into k-tile kt - 1's stage, at once
+        if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
+        if (last) {  // the chunk is complete: add it, while the load is on its way
             wgmma_wait<0>();
             add_chunk(acc, part);
-        } else {
-            wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done (with CHUNK <= 2 they already are)
         }
-        __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
-        if (tid == 0 && kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
     }
     finish_tile(C, acc, tile, wg, M, N, K, ea, eb, scaled, A, B, bad, partials, counts, last);
 }
@@ -653,11 +656,11 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
             wgmma_m64n128_tf32_ra(part, big + 4 * s, b + 8 * s, true);
         }
         wgmma_commit();
-        if (last) add();
-        else wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done (with CHUNK <= 2 they already are)
-        __syncthreads();  // all wgmmas on k-tile kt - 1's stage are done: load into it
+        wgmma_wait<1>();  // k-tile kt - 1's wgmmas are done
+        __syncthreads();  // in both warpgroups: load into k-tile kt - 1's stage, at once
         if (kt + STAGES - 1 < tiles) load(kt + STAGES - 1);
         else commit();
+        if (last) add();  // the chunk is complete: add it, while the load is on its way
     };
     // A chunk at a time, its k-tiles' fragments in the two sets by turns; every branch below is
     // known when compiling but the chunk cut short at the end of K, so that ptxas sees where
