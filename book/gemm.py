@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -1109,8 +1110,7 @@ def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINE
     """out = alpha A B + beta out with 3xTF32 (``sgemm(precision='tf32x3')``); ``defines``:
     10_wgmma.cu's (chapter 10's parts run compares other product kernels)."""
     from .launch.wgmma import tf32x3_wgmma
-    from .registry import KERNELS
-    why = KERNELS["tf32x3_wgmma"].why_not_here()
+    why = _tf32x3_why(os.environ.get("BOOK_ASSUME_CC"))
     if why:
         raise LaunchError(f"sgemm: precision='tf32x3' runs on Hopper's wgmma, and this device "
                           f"{why}; precision='fp32' runs on every GPU")
@@ -1124,6 +1124,15 @@ def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINE
     splits = tf32x3_splits(M, N, K, _sms())
     # (no wait for the host: Inf and NaN are found and fixed on the GPU, split-K adds in-kernel)
     _into(out, alpha, beta, lambda c: tf32x3_wgmma(a, b, c, M, N, K, defines, splits))
+
+
+@lru_cache(maxsize=None)
+def _tf32x3_why(assumed: str | None) -> str | None:
+    """Why this device cannot run ``precision='tf32x3'``, or None; asked once for each
+    BOOK_ASSUME_CC (``assumed``): the registry asks the driver (about 10 µs of a call's host
+    time)."""
+    from .registry import KERNELS
+    return KERNELS["tf32x3_wgmma"].why_not_here()
 
 
 def _known(M: int, N: int, K: int, layout: str) -> bool:

@@ -493,8 +493,11 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     TF32, interleaved in ``rounds`` rounds (median ms). Every product is checked first: bit for
     bit the same as chapter 10's (``same_bits``), and each whole call against float64
     (``rel_error``). ``x_sgemm``: cuBLAS SGEMM's time over the row's; ``tf32_tflops``: the TF32
-    rate of a product kernel (three products a multiply-add) or of cuBLAS TF32."""
+    rate of a product kernel (three products a multiply-add) or of cuBLAS TF32; ``host_us``:
+    the host's time for one call (``sgemm(precision='tf32x3')``, on the ``sgemm_tf32x3`` row,
+    and cuBLAS SGEMM's), the GPU idle before it (cupyx's benchmark, median of 50)."""
     import pandas as pd
+    from cupyx.profiler import benchmark
 
     from . import gemm
     from .harness.device import device_report
@@ -545,6 +548,9 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
             for name, fn in calls.items():
                 times[name].append(time_launch(fn, target_s=0.3)["time_ms"])
         med = {name: float(np.median(t)) for name, t in times.items()}
+        host = {name: 1e6 * float(np.median(benchmark(fn, n_repeat=50, n_warmup=5).cpu_times))
+                for name, fn in (("sgemm_tf32x3", lambda: gemm.sgemm(A, B, out=C, precision="tf32x3")),
+                                 ("cublas", calls["cublas"]))}
         flops = 2.0 * M * N * K
         for name, ms in med.items():
             rows.append({"M": M, "N": N, "K": K, "splits": splits, "part": name, "ms": ms,
@@ -553,7 +559,7 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
                          if name.startswith("product") or name == "cublas_tf32" else np.nan,
                          "same_bits": same.get(name.removeprefix("product").removeprefix("sgemm_tf32x3"), np.nan)
                          if name.startswith(("product", "sgemm")) else np.nan,
-                         "rel_error": errors.get(name, np.nan)})
+                         "rel_error": errors.get(name, np.nan), "host_us": host.get(name, np.nan)})
         del A, B, ref, C, work, a_rec, b_rec
         cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows)

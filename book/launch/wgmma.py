@@ -96,10 +96,15 @@ def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DE
     magnitudes and flags into ``ea``, ``eb`` and ``bad`` (from :func:`flags`, zeros) where
     ``defines`` has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not written:
     the product splits A itself)."""
-    grid = (_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2)
+    kernel, grid, rest = _pack_launch(a_records, b_records, M, N, K, defines, ea, eb, bad)
+    kernel(grid, (256, 1), (A, B) + rest)
+
+
+def _pack_launch(a_records, b_records, M: int, N: int, K: int, defines: tuple, ea, eb, bad):
+    """pack_split's kernel, grid and arguments after A and B."""
     ea, eb, bad = (_zeros(1) if x is None else x for x in (ea, eb, bad))
-    _kernels(tuple(defines))[0](grid, (256, 1), (A, B, a_records, b_records,
-                                                 *map(np.int32, (M, N, K)), ea, eb, bad))
+    return (_kernels(tuple(defines))[0], (_ceil(K, K_TILE), _ceil(max(M, N), TILE), 2),
+            (a_records, b_records, *map(np.int32, (M, N, K)), ea, eb, bad))
 
 
 RESCALE_SLICES = 16
@@ -112,11 +117,18 @@ def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, 
     holds a row (column) outside the safe range, packed again, scaled (10_wgmma.cu's rescale);
     for the others the blocks read the magnitudes and return. ``next_flags`` (int32), where
     given, is zeroed in the same launch: the next call's flags."""
-    grid = (_ceil(M, TILE) + _ceil(N, TILE), min(_ceil(K, K_TILE), RESCALE_SLICES))
+    kernel, grid, rest = _rescale_launch(a_records, b_records, M, N, K, defines, ea, eb, next_flags)
+    kernel(grid, (256, 1), (A, B) + rest)
+
+
+def _rescale_launch(a_records, b_records, M: int, N: int, K: int, defines: tuple, ea, eb,
+                    next_flags):
+    """rescale's kernel, grid and arguments after A and B."""
     nxt = _zeros(1) if next_flags is None else next_flags
-    _kernels(tuple(defines))[1](grid, (256, 1), (A, B, a_records, b_records,
-                                                 *map(np.int32, (M, N, K)), ea, eb, nxt,
-                                                 np.int32(0 if next_flags is None else nxt.size)))
+    return (_kernels(tuple(defines))[1],
+            (_ceil(M, TILE) + _ceil(N, TILE), min(_ceil(K, K_TILE), RESCALE_SLICES)),
+            (a_records, b_records, *map(np.int32, (M, N, K)), ea, eb, nxt,
+             np.int32(0 if next_flags is None else nxt.size)))
 
 
 def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, splits: int = 1):
@@ -137,25 +149,40 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     key = (M, N, K, areg)
     if key not in _workspace:
         _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = [None if areg else records(M, K), records(N, K),
+        _workspace[key] = [None if areg else records(M, K), records(N, K), {},
                            xp.zeros((2, _flag_ints(M, N)), dtype=xp.int32), 0]
     work = _workspace[key]
-    a_records, b_records, two, turn = work
-    scaled = bool(dict(defines).get("SCALED"))
-    # Two sets of flags, zeros, taken in turn: this call gathers into one (ea, eb, bad) and its
-    # rescale zeroes the other, which the last call's product has read and the next call fills.
-    ea, eb, bad = _flag_views(two[turn], M, N) if scaled else (None, None, None)
-    packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
+    a_records, b_records, calls, two, turn = work
+    if (defines, splits, turn) not in calls:  # (built once: a call's host time is its launches')
+        calls[defines, splits, turn] = _call_launches(a_records, b_records, two, turn, M, N, K,
+                                                      defines, splits)
+    pack_, rescale_, (product_, grid, threads, smem, mid, end) = calls[defines, splits, turn]
     try:
-        pack(A, B, packed_a, b_records, M, N, K, defines, ea, eb, bad)
-        if scaled:
-            rescale(A, B, packed_a, b_records, M, N, K, defines, ea, eb, two[1 - turn])
-        product(A if areg else a_records, b_records, C, M, N, K, defines, splits, ea, eb, A, B, bad)
+        pack_[0](pack_[1], (256, 1), (A, B) + pack_[2])
+        if rescale_:
+            rescale_[0](rescale_[1], (256, 1), (A, B) + rescale_[2])
+        product_(grid, (threads, 1), (A if areg else a_records, b_records, C) + mid + (A, B) + end,
+                 shared_mem=smem)
     except BaseException:
         _workspace.clear()  # (a set of flags left unzeroed is never used again)
         raise
-    if scaled:
-        work[3] = 1 - turn
+    if rescale_:
+        work[4] = 1 - turn
+
+
+def _call_launches(a_records, b_records, two, turn: int, M: int, N: int, K: int,
+                   defines: tuple, splits: int):
+    """The launches of a :func:`tf32x3_wgmma` call on this workspace, as (kernel, grid,
+    arguments but the operands): pack's, rescale's (None where the build does not scale), the
+    product's. With SCALED = 1 the call gathers into flags set ``turn`` (ea, eb, bad) and its
+    rescale zeroes the other, which the last call's product has read and the next call fills."""
+    scaled, areg = bool(dict(defines).get("SCALED")), bool(dict(defines).get("AREG"))
+    ea, eb, bad = _flag_views(two[turn], M, N) if scaled else (None, None, None)
+    packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
+    return (_pack_launch(packed_a, b_records, M, N, K, defines, ea, eb, bad),
+            _rescale_launch(packed_a, b_records, M, N, K, defines, ea, eb, two[1 - turn])
+            if scaled else None,
+            _product_launch(M, N, K, defines, splits, ea, eb, bad))
 
 
 _split: dict = {}
@@ -182,17 +209,23 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
     where SCALED = 1; ``bad``: the flags of rows and columns with Inf or NaN, whose elements
     of C are recomputed from ``A`` and ``B`` (both needed where ``bad`` is given). Where
     SCALED = 1 the launch only reads ``ea``, ``eb`` and ``bad``."""
-    kernel, smem, threads = _kernels(tuple(defines))[2:]
-    grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
-    none = _zeros(1)
     if bad is not None and (A is None or B is None):
         raise LaunchError("tf32x3 product: bad flags need A and B, to recompute their elements")
     if dict(defines).get("SCALED") and (ea is None or eb is None):
         raise LaunchError("tf32x3 product: SCALED = 1 needs pack's magnitudes ea and eb (flags), "
                           "which set the scales the store undoes")
-    kernel(grid, (threads, 1), (a_records, b_records, C, *map(np.int32, (M, N, K, GROUP_M)),
-                                none if ea is None else ea, none if eb is None else eb,
-                                a_records if A is None else A, b_records if B is None else B,
-                                _zeros(M + N + 1) if bad is None else bad,
-                                *_split_state(grid[0] * grid[1], splits)),
+    kernel, grid, threads, smem, mid, end = _product_launch(M, N, K, defines, splits, ea, eb, bad)
+    kernel(grid, (threads, 1), (a_records, b_records, C) + mid
+           + (a_records if A is None else A, b_records if B is None else B) + end,
            shared_mem=smem)
+
+
+def _product_launch(M: int, N: int, K: int, defines: tuple, splits: int, ea, eb, bad):
+    """The product's kernel, grid, threads, shared memory, and its arguments between C and A,
+    and after B."""
+    kernel, smem, threads = _kernels(tuple(defines))[2:]
+    grid = (_ceil(N, TILE), _ceil(M, TILE), splits)
+    none = _zeros(1)
+    return (kernel, grid, threads, smem,
+            (*map(np.int32, (M, N, K, GROUP_M)), none if ea is None else ea, none if eb is None else eb),
+            (_zeros(M + N + 1) if bad is None else bad, *_split_state(grid[0] * grid[1], splits)))
