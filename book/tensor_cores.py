@@ -596,8 +596,9 @@ def parts_summary(runs: dict) -> dict:
     """:func:`parts_table` for the text, as ranges over the GPUs recorded (``_min``, ``_max``):
     at n = 4096 and 8192 (n^3), the call's and the bound's multiple of SGEMM
     (``parts_call_x_<n>``, ``parts_bound_x_<n>``), the product's % of cuBLAS TF32's rate
-    (``parts_product_pct_<n>``) and the share of the call spent outside the product
-    (``parts_outside_pct_<n>``, and as the text's words, ``parts_outside_<n>``); over every
+    (``parts_product_pct_<n>``, and as the text's words without ``_min`` or ``_max``) and the
+    share of the call spent outside the product (``parts_outside_pct_<n>``, and as the text's
+    words, ``parts_outside_<n>``); over every
     shape, step 4's and step 5's kernels' time as % of the product's (``parts_producer``,
     ``parts_pingpong``, ``parts_areg``)."""
     t = parts_table(runs).reset_index()
@@ -608,8 +609,9 @@ def parts_summary(runs: dict) -> dict:
         for col, name in (("call, x SGEMM", "call_x"), ("bound, x SGEMM", "bound_x"),
                           ("product, % of cuBLAS TF32", "product_pct"), ("outside", "outside_pct")):
             out[f"parts_{name}_{n}_min"], out[f"parts_{name}_{n}_max"] = at[col].min(), at[col].max()
-        lo, hi = (f"{v:.0f}" for v in (at["outside"].min(), at["outside"].max()))
-        out[f"parts_outside_{n}"] = lo if lo == hi else f"{lo} to {hi}"  # ("8", not "8 to 8")
+        for col, name in (("outside", "outside"), ("product, % of cuBLAS TF32", "product_pct")):
+            lo, hi = (f"{v:.0f}" for v in (at[col].min(), at[col].max()))
+            out[f"parts_{name}_{n}"] = lo if lo == hi else f"{lo} to {hi}"  # ("8", not "8 to 8")
     for col, name in (("step 4, % of product", "producer"), ("ping-pong, % of product", "pingpong"),
                       ("step 5, % of product", "areg")):
         out[f"parts_{name}_min"], out[f"parts_{name}_max"] = t[col].min(), t[col].max()
