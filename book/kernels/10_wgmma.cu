@@ -106,6 +106,15 @@ __device__ __forceinline__ float scale_of(const int* e, int i) {
 // normal range it is rounded once, as ldexpf would).
 __device__ __forceinline__ float scaled_by(float x, const int* e, int i) { return x * scale_of(e, i); }
 
+// A launch that may start while the one before it in the stream ends (book.sgemm launches
+// rescale and the product so: programmatic dependent launch) waits here, before it reads what
+// that one wrote; in a plain launch it returns at once.
+__device__ __forceinline__ void wait_for_the_launch_before() {
+#ifdef __CUDA_ARCH__
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // x's big and small TF32 parts: big = tf32(x), small = tf32(x - big); for Inf and NaN, big = x
 // and small = 0 (fix_tile recomputes what they touch).
 __device__ __forceinline__ void split_tf32(float x, float& big, float& small) {
@@ -209,6 +218,7 @@ rescale(const float* __restrict__ A, const float* __restrict__ B, float* __restr
         float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb,
         int* __restrict__ next, int n) {
     __shared__ float T[32][129];
+    wait_for_the_launch_before();
     if (blockIdx.y == 0)
         for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += gridDim.x * 256) next[i] = 0;
     const bool is_b = (int)blockIdx.x >= CEIL_DIV(M, 128);
@@ -420,6 +430,7 @@ matmul_tf32x3_wgmma(const float* __restrict__ Ap, const float* __restrict__ Bp,
     int kt0, tiles;
     slice_of(K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
+    wait_for_the_launch_before();  // (rescale, or pack_split, wrote what comes next)
     const bool scaled = tile_scaled(tile, M, N, ea, eb);
     const int all = CEIL_DIV(K, 32);
     const float* a_records = Ap + ((long long)tile.x * all + kt0) * RECORD_FLOATS;
@@ -492,6 +503,7 @@ matmul_tf32x3_ws(const float* __restrict__ Ap, const float* __restrict__ Bp,
     int kt0, tiles;
     slice_of(K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
+    wait_for_the_launch_before();  // (rescale, or pack_split, wrote what comes next)
     const bool scaled = tile_scaled(tile, M, N, ea, eb);
     if (tid == 0)
         for (int s = 0; s < STAGES; ++s) barrier_init(&full[s]), barrier_init(&empty[s], 2);
@@ -590,6 +602,7 @@ matmul_tf32x3_areg(const float* __restrict__ A, const float* __restrict__ Bp,
     int kt0, tiles;
     slice_of(K, &kt0, &tiles);
     const int2 tile = tile_of(group_m);
+    wait_for_the_launch_before();  // (rescale, or pack_split, wrote what comes next)
     const bool scaled = tile_scaled(tile, M, N, ea, eb);
     const float* b_records = Bp + ((long long)tile.y * CEIL_DIV(K, 32) + kt0) * RECORD_FLOATS;
     if (tid == 0)

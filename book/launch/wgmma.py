@@ -10,7 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .runtime import BACKEND, LaunchError, load_kernel, unchecked, xp
+from .runtime import (BACKEND, LaunchError, bind_launch, load_kernel, unchecked, unchecked_after,
+                      xp)
 
 SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
 TILE, K_TILE, RECORD_FLOATS = 128, 32, 2 * 128 * 32
@@ -60,7 +61,9 @@ def _kernels(defines: tuple = DEFINES):
     need = main.module.static_shared(name) + smem
     if need > main.max_dynamic_shared_size_bytes:
         main.max_dynamic_shared_size_bytes = need
-    return unchecked(pack_split), unchecked(rescale), unchecked(main), smem, threads
+    # (rescale and the product may start while the launch before them ends: they wait for it
+    # in the kernel, before reading what it wrote)
+    return unchecked(pack_split), unchecked_after(rescale), unchecked_after(main), smem, threads
 
 
 @lru_cache(maxsize=4)
@@ -154,15 +157,14 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     work = _workspace[key]
     a_records, b_records, calls, two, turn = work
     if (defines, splits, turn) not in calls:  # (built once: a call's host time is its launches')
-        calls[defines, splits, turn] = _call_launches(a_records, b_records, two, turn, M, N, K,
-                                                      defines, splits)
-    pack_, rescale_, (product_, grid, threads, smem, mid, end) = calls[defines, splits, turn]
-    try:
-        pack_[0](pack_[1], (256, 1), (A, B) + pack_[2])
+        calls[defines, splits, turn] = _call_launches(A, B, C, a_records, b_records, two, turn,
+                                                      M, N, K, defines, splits)
+    pack_, rescale_, product_ = calls[defines, splits, turn]
+    try:  # (each launch with its operands: A and B, and the product's C; the rest stays)
+        pack_({0: A, 1: B})
         if rescale_:
-            rescale_[0](rescale_[1], (256, 1), (A, B) + rescale_[2])
-        product_(grid, (threads, 1), (A if areg else a_records, b_records, C) + mid + (A, B) + end,
-                 shared_mem=smem)
+            rescale_({0: A, 1: B})
+        product_({0: A, 2: C, 9: A, 10: B} if areg else {2: C, 9: A, 10: B})
     except BaseException:
         _workspace.clear()  # (a set of flags left unzeroed is never used again)
         raise
@@ -170,19 +172,26 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
         work[4] = 1 - turn
 
 
-def _call_launches(a_records, b_records, two, turn: int, M: int, N: int, K: int,
+def _call_launches(A, B, C, a_records, b_records, two, turn: int, M: int, N: int, K: int,
                    defines: tuple, splits: int):
-    """The launches of a :func:`tf32x3_wgmma` call on this workspace, as (kernel, grid,
-    arguments but the operands): pack's, rescale's (None where the build does not scale), the
-    product's. With SCALED = 1 the call gathers into flags set ``turn`` (ea, eb, bad) and its
-    rescale zeroes the other, which the last call's product has read and the next call fills."""
+    """The launches of a :func:`tf32x3_wgmma` call on this workspace, each bound to its
+    arguments (runtime.bind_launch: called with the operands that change): pack's, rescale's
+    (None where the build does not scale), the product's. With SCALED = 1 the call gathers
+    into flags set ``turn`` (ea, eb, bad) and its rescale zeroes the other, which the last
+    call's product has read and the next call fills."""
     scaled, areg = bool(dict(defines).get("SCALED")), bool(dict(defines).get("AREG"))
     ea, eb, bad = _flag_views(two[turn], M, N) if scaled else (None, None, None)
     packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
-    return (_pack_launch(packed_a, b_records, M, N, K, defines, ea, eb, bad),
-            _rescale_launch(packed_a, b_records, M, N, K, defines, ea, eb, two[1 - turn])
-            if scaled else None,
-            _product_launch(M, N, K, defines, splits, ea, eb, bad))
+    pack_, grid, rest = _pack_launch(packed_a, b_records, M, N, K, defines, ea, eb, bad)
+    rescale_ = None
+    if scaled:
+        kernel, rgrid, rrest = _rescale_launch(packed_a, b_records, M, N, K, defines, ea, eb,
+                                               two[1 - turn])
+        rescale_ = bind_launch(kernel, rgrid, (256, 1), (A, B) + rrest)
+    kernel, pgrid, threads, smem, mid, end = _product_launch(M, N, K, defines, splits, ea, eb, bad)
+    return (bind_launch(pack_, grid, (256, 1), (A, B) + rest), rescale_,
+            bind_launch(kernel, pgrid, (threads, 1),
+                        (A if areg else a_records, b_records, C) + mid + (A, B) + end, smem))
 
 
 _split: dict = {}
