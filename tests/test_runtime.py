@@ -79,3 +79,23 @@ def test_static_plus_dynamic_shared(semantics):
     out = xp.full(256, xp.nan, dtype=xp.float32)
     semantics("uses_shared")(1, 256, (out,), shared_mem=256 * 4)
     np.testing.assert_array_equal(to_host(out), np.arange(256, dtype=np.float32) + 1)
+
+
+def test_a_bound_launch_changes_only_the_arguments_it_is_given():
+    """runtime.bind_launch (how sgemm(precision='tf32x3') launches): a launch laid out once, then
+    called with some arguments changed -- each call reads and writes the arrays it names, the
+    others stay bound. On the CPU emulator (and a GPU without programmatic dependent launch)
+    unchecked_after is the plain launch; on a Hopper GPU, a launch that may start while the one
+    before it ends, and the same results."""
+    from book.launch.runtime import bind_launch, load_kernel, unchecked_after
+    M, N, K = 5, 7, 3
+    rng = np.random.default_rng(4)
+    a1, a2, b = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((M, K), (M, K), (K, N)))
+    A1, A2, B = to_device(a1), to_device(a2), to_device(b)
+    C1, C2 = xp.full((M, N), np.nan, dtype=xp.float32), xp.full((M, N), np.nan, dtype=xp.float32)
+    launch = bind_launch(unchecked_after(load_kernel("02_naive.cu", "matmul_naive")), (1, 1), (8, 8),
+                         (A1, B, C1, np.int32(M), np.int32(N), np.int32(K)))
+    launch({})
+    launch({0: A2, 2: C2})
+    np.testing.assert_allclose(to_host(C1), a1 @ b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_host(C2), a2 @ b, rtol=1e-5, atol=1e-6)
