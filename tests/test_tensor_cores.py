@@ -301,11 +301,14 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     s = tc.parts_summary(runs)
     assert s["parts_call_x_4096_max"] < 2.5  # the prose's reading: short of the goal, below the bound
     assert (table["call with step 5, x SGEMM"].xs("4096³", level=1).round(1) == 1.5).all()  # "about 1.5"
+    peaks = results.load_every("10_tensor_peaks")  # "411 TFLOP/s of the 482 that wgmma reaches on
+    wgmma = peaks["NVIDIA H200"].set_index("instruction").tflops  # that GPU (the H200)" (What is left)
+    assert round(wgmma[[i for i in wgmma.index if i.startswith("wgmma")][0]]) == 482
     suite = results.load_every(tc.TF32X3_SUITE_FILE)  # "(in the suite's run, above, 2.36 and 2.47:
-    for device, df in suite.items():                   # the two runs differ by 2 to 7%)"
+    for device, df in suite.items():                   # the two runs differ by 3 to 7%)"
         at = df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.M == 4096) & (df.K == 4096)].pct_of_cublas.iloc[0] / 100
         call = table.loc[(device.replace("NVIDIA ", "").split()[0], "4096³")]["call, x SGEMM"]
-        assert 2 <= round(100 * (at / call - 1)) <= 7, device
+        assert 3 <= round(100 * (at / call - 1)) <= 7, device
     big = table.xs("8192³", level=1)  # "at 8192³ it runs at 108% of its rate on both GPUs, and on
     assert list(big["product, % of cuBLAS TF32"].round()) == [108, 108]  # the H200 the call
     h200 = table.loc[("H200", "8192³")]  # passes the bound, 2.39 times SGEMM against 2.38"

@@ -2,8 +2,8 @@
 // copied into shared memory by the copy engine, split once beforehand.
 //
 // Idea: mma.sync (steps 1 and 2) has a TF32 ceiling (mma_peak, results/<gpu>/10_tensor_peaks.csv)
-//   of about 310 TFLOP/s on an H100, so 3xTF32 through it could reach at best about twice
-//   SGEMM's 51 with nothing else to do. wgmma, Hopper's warpgroup mma, peaks near 465
+//   of about 320 TFLOP/s on an H100, so 3xTF32 through it could reach at best about twice
+//   SGEMM's 51 with nothing else to do. wgmma, Hopper's warpgroup mma, peaks near 485
 //   (wgmma_peak, below): four warps (a warpgroup) multiply a 64 x 8 tile of A by an 8 x 128 tile
 //   of B, both read by the tensor core from shared memory. Its TF32 operands must be stored
 //   k-major, 128 bytes (32 k's) per row in a fixed swizzle (wgmma.cuh), so B is transposed, and
