@@ -159,39 +159,44 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     if (defines, splits, turn) not in calls:  # (built once: a call's host time is its launches')
         calls[defines, splits, turn] = _call_launches(A, B, C, a_records, b_records, two, turn,
                                                       M, N, K, defines, splits)
-    pack_, rescale_, product_ = calls[defines, splits, turn]
-    try:  # (each launch with its operands: A and B, and the product's C; the rest stays)
-        pack_({0: A, 1: B})
-        if rescale_:
-            rescale_({0: A, 1: B})
-        product_({0: A, 2: C, 9: A, 10: B} if areg else {2: C, 9: A, 10: B})
+    try:
+        calls[defines, splits, turn](A, B, C)
     except BaseException:
         _workspace.clear()  # (a set of flags left unzeroed is never used again)
         raise
-    if rescale_:
+    if dict(defines).get("SCALED"):
         work[4] = 1 - turn
 
 
 def _call_launches(A, B, C, a_records, b_records, two, turn: int, M: int, N: int, K: int,
                    defines: tuple, splits: int):
-    """The launches of a :func:`tf32x3_wgmma` call on this workspace, each bound to its
-    arguments (runtime.bind_launch: called with the operands that change): pack's, rescale's
-    (None where the build does not scale), the product's. With SCALED = 1 the call gathers
-    into flags set ``turn`` (ea, eb, bad) and its rescale zeroes the other, which the last
-    call's product has read and the next call fills."""
+    """The launches of a :func:`tf32x3_wgmma` call on this workspace -- pack's, rescale's
+    (where the build scales), the product's -- each bound to its arguments once
+    (runtime.bind_launch), as one function of the operands A, B and C, which alone change from
+    call to call. With SCALED = 1 the call gathers into flags set ``turn`` (ea, eb, bad) and
+    its rescale zeroes the other, which the last call's product has read and the next call
+    fills."""
     scaled, areg = bool(dict(defines).get("SCALED")), bool(dict(defines).get("AREG"))
     ea, eb, bad = _flag_views(two[turn], M, N) if scaled else (None, None, None)
     packed_a = b_records if areg else a_records  # (AREG: no records of A are written)
-    pack_, grid, rest = _pack_launch(packed_a, b_records, M, N, K, defines, ea, eb, bad)
+    kernel, grid, rest = _pack_launch(packed_a, b_records, M, N, K, defines, ea, eb, bad)
+    pack_ = bind_launch(kernel, grid, (256, 1), (A, B) + rest)
     rescale_ = None
     if scaled:
-        kernel, rgrid, rrest = _rescale_launch(packed_a, b_records, M, N, K, defines, ea, eb,
-                                               two[1 - turn])
-        rescale_ = bind_launch(kernel, rgrid, (256, 1), (A, B) + rrest)
-    kernel, pgrid, threads, smem, mid, end = _product_launch(M, N, K, defines, splits, ea, eb, bad)
-    return (bind_launch(pack_, grid, (256, 1), (A, B) + rest), rescale_,
-            bind_launch(kernel, pgrid, (threads, 1),
-                        (A if areg else a_records, b_records, C) + mid + (A, B) + end, smem))
+        kernel, grid, rest = _rescale_launch(packed_a, b_records, M, N, K, defines, ea, eb,
+                                             two[1 - turn])
+        rescale_ = bind_launch(kernel, grid, (256, 1), (A, B) + rest)
+    kernel, grid, threads, smem, mid, end = _product_launch(M, N, K, defines, splits, ea, eb, bad)
+    product_ = bind_launch(kernel, grid, (threads, 1),
+                           (A if areg else a_records, b_records, C) + mid + (A, B) + end, smem)
+    at_a = 3 + len(mid)  # (the product's A and B, after its records, C and mid)
+
+    def launches(A, B, C) -> None:
+        pack_({0: A, 1: B})
+        if rescale_:
+            rescale_({0: A, 1: B})
+        product_({0: A, 2: C, at_a: A, at_a + 1: B} if areg else {2: C, at_a: A, at_a + 1: B})
+    return launches
 
 
 _split: dict = {}
