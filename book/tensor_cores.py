@@ -565,6 +565,116 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
+POWER_FILE, POWER_CMD = "10_tf32x3_power", "python -m book.tensor_cores --power"
+POWER_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+
+
+def tf32x3_power(shapes=None, rounds: int = 2, seconds: float = 3.0) -> "pd.DataFrame":
+    """The clock each GEMM runs at, on a Hopper GPU: per shape, cuBLAS SGEMM, cuBLAS TF32,
+    step 3's product alone (on records packed once) and the whole ``sgemm(precision='tf32x3')``
+    call, each called in a loop for ``seconds`` while nvidia-smi samples the SM clock, the
+    board's power and why the clock is below its maximum (``harness.device.clocks_while``),
+    interleaved in ``rounds`` rounds. Every one is checked first against float64
+    (``rel_error``). ``ms``: the loop's mean time of one call; ``max_mhz``: the GPU's maximum
+    SM clock."""
+    import pandas as pd
+
+    from . import gemm
+    from .harness.device import clocks_while, device_report
+    from .harness.measure import relative_error_xp
+    from .launch import wgmma as W
+    if KERNELS["tf32x3_wgmma"].why_not_here():
+        raise RuntimeError("tf32x3_power: " + KERNELS["tf32x3_wgmma"].why_not_here())
+    rows, top = [], device_report().get("max_sm_clock_mhz", float("nan"))
+    for M, N, K in shapes or POWER_SHAPES:
+        rng = cupy.random.default_rng(0)
+        A = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
+        B = rng.uniform(-1, 1, (K, N), dtype=cupy.float32)
+        ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
+        C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+        base, splits = gemm.TF32X3_DEFINES, gemm.tf32x3_splits(M, N, K, device_report().get("sms", 132))
+        ea, eb, bad = W.flags(M, N)
+        a_rec, b_rec = W.records(M, K), W.records(N, K)
+        W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad)
+        calls = {"cublas": lambda: cupy.matmul(A, B, out=C),
+                 "cublas_tf32": lambda: CublasTF32.launch(A, B, C, M, N, K),
+                 "product": lambda: W.product(a_rec, b_rec, C, M, N, K, base, splits, ea, eb, A, B, bad),
+                 "sgemm_tf32x3": lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, base)}
+        errors = {}
+        for name, fn in calls.items():
+            C.fill(cupy.nan)
+            fn()
+            errors[name] = relative_error_xp(C, ref)
+        for r in range(rounds):
+            for name, fn in calls.items():
+                rows.append({"M": M, "N": N, "K": K, "kernel": name, "round": r,
+                             **clocks_while(fn, seconds), "max_mhz": top, "rel_error": errors[name]})
+        del A, B, ref, C, a_rec, b_rec
+        cupy.get_default_memory_pool().free_all_blocks()
+    return pd.DataFrame(rows)
+
+
+def power_table(runs: dict) -> "pd.DataFrame":
+    """:func:`tf32x3_power` of every GPU recorded, one row per GPU (short name), shape and
+    kernel, medians over its rounds: ms, the multiple of cuBLAS SGEMM's speed (the calls), the
+    SM clock (MHz and % of the maximum), the board's power (W, and its limit) and why the clock
+    was held below its maximum."""
+    import pandas as pd
+    names = {"cublas": "cuBLAS SGEMM", "cublas_tf32": "cuBLAS TF32", "product": "3xTF32 product",
+             "sgemm_tf32x3": "3xTF32 call"}
+    rows = []
+    for d, df in runs.items():
+        for (M, N, K), g in df.groupby(["M", "N", "K"], sort=False):
+            med = g.groupby("kernel", sort=False)[["ms", "sm_mhz", "power_w", "power_limit_w"]].median()
+            why = g.groupby("kernel", sort=False).limited_by.agg(lambda s: "+".join(sorted(set(
+                w for v in s for w in v.split("+") if w != "none"))) or "none")
+            for k, m in med.iterrows():
+                rows.append({"GPU": d.replace("NVIDIA ", "").split()[0],
+                             "shape": f"{M}³" if M == N == K else f"{M}\u00a0×\u00a0{N}\u00a0×\u00a0{K}",
+                             "kernel": names.get(k, k), "ms": m.ms,
+                             "x SGEMM": med.ms["cublas"] / m.ms if k != "product" else np.nan,
+                             "SM clock (MHz)": m.sm_mhz, "% of max clock": 100 * m.sm_mhz / g.max_mhz.iloc[0],
+                             "power (W)": m.power_w, "limit (W)": m.power_limit_w, "held by": why[k]})
+    table = pd.DataFrame(rows).set_index(["GPU", "shape", "kernel"]).round({"ms": 3, "x SGEMM": 2})
+    whole = ["SM clock (MHz)", "% of max clock", "power (W)", "limit (W)"]  # (every sample has them)
+    table[whole] = table[whole].round().astype(int)
+    return table
+
+
+def power_summary(runs: dict, suite: dict | None = None) -> dict:
+    """:func:`power_table` for the text, as ranges over the GPUs and shapes recorded
+    (``_min``, ``_max``): the SM clock of cuBLAS SGEMM, the 3xTF32 product, cuBLAS TF32 and the
+    3xTF32 call (``power_<sgemm|product|tf32|call>_mhz``), as % of the maximum (``_pct``) and
+    the board's power (``_w``); the GPUs' maximum clock (``power_max_mhz``); in the loop, the
+    call's multiple of SGEMM (``power_call_x``) and the bound of three cuBLAS TF32 GEMMs
+    (``power_bound_x``). With ``suite`` (:func:`tf32x3_suite` runs of the same GPUs): the
+    suite's multiple at the same shapes (``power_suite_x``) and at 16384^3 (``power_suite_x_16384``),
+    where one call lasts about as long as the loop's warm-up."""
+    import pandas as pd
+    t = power_table(runs).reset_index()
+    out = {}
+    calls = t[t.kernel == "3xTF32 call"]
+    out["power_call_x_min"], out["power_call_x_max"] = calls["x SGEMM"].min(), calls["x SGEMM"].max()
+    bound = [g.set_index("kernel")["x SGEMM"]["cuBLAS TF32"] / 3  # (three of its GEMMs)
+             for _, g in t.groupby(["GPU", "shape"])]
+    out["power_bound_x_min"], out["power_bound_x_max"] = min(bound), max(bound)
+    if suite:
+        shapes = {(int(s.rstrip("³")),) * 3 for s in t["shape"] if s.endswith("³")}
+        at = pd.concat(df.assign(x=df.pct_of_cublas / 100)[df.kernel == Tf32x3Sgemm.id]
+                       for df in suite.values())
+        loop = at[[(m, n, k) in shapes for m, n, k in zip(at.M, at.N, at.K)]].x
+        big = at[(at.M == 16384) & (at.N == 16384) & (at.K == 16384)].x
+        out["power_suite_x_min"], out["power_suite_x_max"] = loop.min(), loop.max()
+        out["power_suite_x_16384_min"], out["power_suite_x_16384_max"] = big.min(), big.max()
+    for k, name in (("cuBLAS SGEMM", "sgemm"), ("3xTF32 product", "product"), ("cuBLAS TF32", "tf32"),
+                    ("3xTF32 call", "call")):
+        at = t[t.kernel == k]
+        for col, short in (("SM clock (MHz)", "mhz"), ("% of max clock", "pct"), ("power (W)", "w")):
+            out[f"power_{name}_{short}_min"], out[f"power_{name}_{short}_max"] = at[col].min(), at[col].max()
+    out["power_max_mhz"] = max(float(df.max_mhz.max()) for df in runs.values())
+    return out
+
+
 def parts_table(runs: dict) -> "pd.DataFrame":
     """:func:`tf32x3_parts` of every GPU recorded, one row per GPU (short name) and shape: the ms
     of each launch (scaling: ``rescale``, or in runs before it the whole scaling pass
@@ -721,6 +831,8 @@ def main(argv: list[str]) -> int:
         print(results.keep(tf32x3_suite(), TF32X3_SUITE_FILE).round(1).to_string())
     if "--heldout" in argv:
         print(results.keep(tf32x3_heldout(), HELDOUT_FILE).round(1).to_string())
+    if "--power" in argv:
+        print(results.keep(tf32x3_power(), POWER_FILE).to_string(float_format=lambda v: f"{v:.4g}"))
     if "--parts" in argv:
         print(results.keep(tf32x3_parts(), PARTS_FILE).to_string(float_format=lambda v: f"{v:.4g}"))
     return 0

@@ -328,6 +328,50 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     assert [round(1000 * g.ms["sgemm_tf32x3"]) for g in at_1024.values()] == [39, 37]
 
 
+def test_chapter_10s_power_table_reads_every_gpus_loop():
+    """'The power cap': both GPUs recorded, each GEMM checked, a row per GPU, shape and kernel
+    holding the medians of its rounds; and what the prose says holds in every file: SGEMM at
+    (or within 1% of) the maximum clock, the product and cuBLAS TF32 held below it by the power
+    cap, the loop's call below the suite's at the same shapes, the H100's SGEMM touching the cap."""
+    from book import tensor_cores as tc
+    from book.harness import results
+    runs = results.load_every(tc.POWER_FILE)
+    assert set(runs) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
+    table = tc.power_table(runs)
+    assert len(table) == sum(len(set(zip(df.M, df.N, df.K, df.kernel))) for df in runs.values())
+    for device, df in runs.items():
+        assert (df[df.kernel != "cublas_tf32"].rel_error < 1e-5).all(), device
+        assert (df[df.kernel == "cublas_tf32"].rel_error < 1e-3).all(), device
+        at = df[(df.M == 4096) & (df.kernel == "product")]
+        row = table.loc[(device.replace("NVIDIA ", "").split()[0], "4096³", "3xTF32 product")]
+        assert row["SM clock (MHz)"] == round(at.sm_mhz.median()) and row["ms"] == round(at.ms.median(), 3)
+    kernel = table.index.get_level_values("kernel")
+    assert (table[kernel == "cuBLAS SGEMM"]["% of max clock"] >= 99).all()
+    held = table[kernel != "cuBLAS SGEMM"]
+    assert (held["% of max clock"] < 85).all() and (held["held by"] == "power cap").all()
+    assert (table.loc["H100"].xs("cuBLAS SGEMM", level="kernel")["held by"] == "power cap").all()
+    s = tc.power_summary(runs, results.load_every(tc.TF32X3_SUITE_FILE))
+    assert s["power_call_x_max"] < s["power_suite_x_min"]  # "should expect the loop's figures"
+    assert s["power_call_x_max"] < 2.5 and s["power_max_mhz"] == 1980
+
+
+def test_clock_reasons_name_nvidia_smis_bits():
+    from book.harness.device import clock_reasons
+    assert clock_reasons(0) == "none" and clock_reasons(0x4) == "power cap"
+    assert clock_reasons(0x4 | 0x80) == "power cap+power brake"
+    assert clock_reasons(0x1000) == "0x1000"  # a bit it has no word for is shown, not dropped
+
+
+@pytest.mark.skipif(xp is np, reason="samples nvidia-smi while the GPU works")
+def test_clocks_while_samples_the_gpu_under_a_load():
+    import cupy
+    from book.harness.device import clocks_while
+    a = cupy.ones((2048, 2048), dtype=cupy.float32)
+    got = clocks_while(lambda: a @ a, seconds=1.0)
+    assert got["samples"] >= 5 and got["ms"] > 0 and got["sm_mhz"] > 100 and got["power_w"] > 0
+    assert got["power_limit_w"] >= got["power_w"] * 0.5 and isinstance(got["limited_by"], str)
+
+
 @pytest.mark.skipif(KERNELS["tf32x3_wgmma"].why_not_here() is not None,
                     reason="3xTF32 runs on wgmma (compute capability 9.0)")
 def test_the_held_out_run_checks_every_shape_it_times():

@@ -84,3 +84,55 @@ def device_report() -> dict:
 def gpu_slug(name: str | None = None) -> str:
     """'NVIDIA H200' -> 'nvidia-h200': the results folder of a GPU."""
     return re.sub(r"[^a-z0-9]+", "-", (name or device_report()["name"]).lower()).strip("-")
+
+
+CLOCK_REASONS = {0x1: "idle", 0x2: "application clocks", 0x4: "power cap",
+                 0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "thermal (software)",
+                 0x40: "thermal (hardware)", 0x80: "power brake", 0x100: "display clock"}
+"""nvidia-smi's bits in ``clocks_event_reasons.active``: why the SM clock is below its maximum
+(NVML's clocks event reasons)."""
+
+
+def clock_reasons(bits: int) -> str:
+    """The words for a mask of :data:`CLOCK_REASONS` ('none' for 0), joined by '+'."""
+    words = [w for b, w in CLOCK_REASONS.items() if bits & b]
+    unknown = bits & ~sum(CLOCK_REASONS)
+    return "+".join(words + ([hex(unknown)] if unknown else [])) or "none"
+
+
+def clocks_while(fn, seconds: float = 3.0, every_ms: int = 50) -> dict:
+    """``fn`` (GPU work, asynchronous) called in a loop for about ``seconds`` while nvidia-smi
+    samples GPU 0 every ``every_ms`` ms. Returns fn's mean time (``ms``) and, over the last
+    two thirds of the samples (the first third is the GPU warming up to the load), the median
+    SM clock (``sm_mhz``), board power (``power_w``) and temperature (``temp_c``), the board's
+    power limit (``power_limit_w``) and every reason nvidia-smi gave for a clock below its
+    maximum (``limited_by``, :func:`clock_reasons` of the samples' masks OR-ed)."""
+    import time
+
+    import numpy as np
+    fields = "clocks.sm,power.draw,temperature.gpu,power.limit,clocks_event_reasons.active"
+    fn()
+    cupy.cuda.Device().synchronize()
+    smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
+                            "-i", "0", "-lms", str(every_ms)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    calls, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(4):
+            fn()
+        cupy.cuda.Device().synchronize()
+        calls += 4
+    ms = 1e3 * (time.perf_counter() - t0) / calls
+    smi.terminate()
+    out, err = smi.communicate(timeout=30)
+    rows = [[v.strip() for v in line.split(",")] for line in out.strip().splitlines()]
+    rows = [r for r in rows if len(r) == 5][len(rows) // 3:]
+    if not rows:
+        raise RuntimeError(f"clocks_while: nvidia-smi gave no samples ({err.strip()[:200]})")
+    med = lambda i: float(np.median([float(r[i]) for r in rows]))  # noqa: E731
+    mask = 0
+    for r in rows:
+        mask |= int(r[4], 16)
+    return {"ms": ms, "sm_mhz": med(0), "power_w": med(1), "temp_c": med(2),
+            "power_limit_w": med(3), "limited_by": clock_reasons(mask & ~0x1),
+            "samples": len(rows)}
