@@ -107,8 +107,9 @@ __device__ __forceinline__ float scale_of(const int* e, int i) {
 __device__ __forceinline__ float scaled_by(float x, const int* e, int i) { return x * scale_of(e, i); }
 
 // A launch that may start while the one before it in the stream ends (book.sgemm launches
-// rescale and the product so: programmatic dependent launch) waits here, before it reads what
-// that one wrote; in a plain launch it returns at once.
+// all three of its kernels so: programmatic dependent launch) waits here, before it reads what
+// that one wrote (pack_split: A and B, which the launch before may have written); in a plain
+// launch it returns at once.
 __device__ __forceinline__ void wait_for_the_launch_before() {
 #ifdef __CUDA_ARCH__
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -188,6 +189,7 @@ pack_split(const float* __restrict__ A, const float* __restrict__ B, float* __re
            float* __restrict__ Bp, int M, int N, int K, int* __restrict__ ea, int* __restrict__ eb,
            int* __restrict__ bad) {
     __shared__ float T[32][129];
+    wait_for_the_launch_before();  // (the launch before may have written A or B)
     const bool is_b = blockIdx.z == 1;
     const int r0 = blockIdx.y * 128;
     if (r0 >= (is_b ? N : M)) return;  // the grid covers the larger of M and N

@@ -61,9 +61,9 @@ def _kernels(defines: tuple = DEFINES):
     need = main.module.static_shared(name) + smem
     if need > main.max_dynamic_shared_size_bytes:
         main.max_dynamic_shared_size_bytes = need
-    # (rescale and the product may start while the launch before them ends: they wait for it
-    # in the kernel, before reading what it wrote)
-    return unchecked(pack_split), unchecked_after(rescale), unchecked_after(main), smem, threads
+    # (each may start while the launch before it ends -- for the split, the last call's product
+    # in a loop of calls: each waits for it in the kernel, before reading what it wrote)
+    return unchecked_after(pack_split), unchecked_after(rescale), unchecked_after(main), smem, threads
 
 
 @lru_cache(maxsize=4)
