@@ -616,12 +616,13 @@ def tf32x3_power(shapes=None, rounds: int = 2, seconds: float = 3.0) -> "pd.Data
 
 def power_table(runs: dict) -> "pd.DataFrame":
     """:func:`tf32x3_power` of every GPU recorded, one row per GPU (short name), shape and
-    kernel, medians over its rounds: ms, the multiple of cuBLAS SGEMM's speed (the calls), the
-    SM clock (MHz and % of the maximum), the board's power (W, and its limit) and why the clock
-    was held below its maximum."""
+    kernel, medians over its rounds: ms a call (the mean over each loop), the multiple of cuBLAS
+    SGEMM's speed (for the product alone too, as if it were the whole GEMM), the SM clock (MHz
+    and % of the maximum), the board's power (W, and its limit) and every reason nvidia-smi gave,
+    in any sample, for a clock below the maximum."""
     import pandas as pd
-    names = {"cublas": "cuBLAS SGEMM", "cublas_tf32": "cuBLAS TF32", "product": "3xTF32 product",
-             "sgemm_tf32x3": "3xTF32 call"}
+    names = {"cublas": "cuBLAS SGEMM", "cublas_tf32": "cuBLAS TF32",
+             "product": "3xTF32 product alone", "sgemm_tf32x3": "3xTF32 call"}
     rows = []
     for d, df in runs.items():
         for (M, N, K), g in df.groupby(["M", "N", "K"], sort=False):
@@ -631,12 +632,14 @@ def power_table(runs: dict) -> "pd.DataFrame":
             for k, m in med.iterrows():
                 rows.append({"GPU": d.replace("NVIDIA ", "").split()[0],
                              "shape": f"{M}³" if M == N == K else f"{M}\u00a0×\u00a0{N}\u00a0×\u00a0{K}",
-                             "kernel": names.get(k, k), "ms": m.ms,
-                             "x SGEMM": med.ms["cublas"] / m.ms if k != "product" else np.nan,
+                             "kernel": names.get(k, k), "ms a call (loop's mean)": m.ms,
+                             "x SGEMM": med.ms["cublas"] / m.ms,
                              "SM clock (MHz)": m.sm_mhz, "% of max clock": 100 * m.sm_mhz / g.max_mhz.iloc[0],
-                             "power (W)": m.power_w, "limit (W)": m.power_limit_w, "held by": why[k]})
-    table = pd.DataFrame(rows).set_index(["GPU", "shape", "kernel"]).round({"ms": 3, "x SGEMM": 2})
-    whole = ["SM clock (MHz)", "% of max clock", "power (W)", "limit (W)"]  # (every sample has them)
+                             "power (W)": m.power_w, "limit (W)": m.power_limit_w,
+                             "reasons (any sample)": why[k]})
+    table = pd.DataFrame(rows).set_index(["GPU", "shape", "kernel"]).round(
+        {"ms a call (loop's mean)": 3, "x SGEMM": 2, "% of max clock": 1})
+    whole = ["SM clock (MHz)", "power (W)", "limit (W)"]  # (every sample has them)
     table[whole] = table[whole].round().astype(int)
     return table
 
@@ -646,15 +649,25 @@ def power_summary(runs: dict, suite: dict | None = None) -> dict:
     (``_min``, ``_max``): the SM clock of cuBLAS SGEMM, the 3xTF32 product, cuBLAS TF32 and the
     3xTF32 call (``power_<sgemm|product|tf32|call>_mhz``), as % of the maximum (``_pct``) and
     the board's power (``_w``); the GPUs' maximum clock (``power_max_mhz``); in the loop, the
-    call's multiple of SGEMM (``power_call_x``) and the bound of three cuBLAS TF32 GEMMs
-    (``power_bound_x``). With ``suite`` (:func:`tf32x3_suite` runs of the same GPUs): the
-    suite's multiple at the same shapes (``power_suite_x``) and at 16384^3 (``power_suite_x_16384``),
-    where one call lasts about as long as the loop's warm-up."""
+    call's and the product's multiple of SGEMM (``power_call_x``, ``power_product_x``), the
+    bound of three cuBLAS TF32 GEMMs (``power_bound_x``), and each GPU's range of the product's
+    clock as words (``power_product_mhz_<gpu>``, e.g. ``_h100``); how much faster the call
+    would have to be to reach 2.5 times SGEMM (``power_faster_pct``). With ``suite``
+    (:func:`tf32x3_suite` runs of the same GPUs): the suite's multiple at the same shapes
+    (``power_suite_x``) and at 16384^3 (``power_suite_x_16384``), where one call lasts about
+    80 ms."""
     import pandas as pd
     t = power_table(runs).reset_index()
     out = {}
     calls = t[t.kernel == "3xTF32 call"]
     out["power_call_x_min"], out["power_call_x_max"] = calls["x SGEMM"].min(), calls["x SGEMM"].max()
+    out["power_faster_pct_min"], out["power_faster_pct_max"] = (100 * (2.5 / x - 1) for x in (
+        out["power_call_x_max"], out["power_call_x_min"]))  # how much faster 2.5x SGEMM asks
+    alone = t[t.kernel == "3xTF32 product alone"]
+    out["power_product_x_min"], out["power_product_x_max"] = alone["x SGEMM"].min(), alone["x SGEMM"].max()
+    for gpu, g in alone.groupby("GPU"):  # the product's clock on each GPU, as the text's words
+        lo, hi = g["SM clock (MHz)"].min(), g["SM clock (MHz)"].max()
+        out[f"power_product_mhz_{gpu.lower()}"] = f"{lo}" if lo == hi else f"{lo} to {hi}"
     bound = [g.set_index("kernel")["x SGEMM"]["cuBLAS TF32"] / 3  # (three of its GEMMs)
              for _, g in t.groupby(["GPU", "shape"])]
     out["power_bound_x_min"], out["power_bound_x_max"] = min(bound), max(bound)
@@ -666,7 +679,7 @@ def power_summary(runs: dict, suite: dict | None = None) -> dict:
         big = at[(at.M == 16384) & (at.N == 16384) & (at.K == 16384)].x
         out["power_suite_x_min"], out["power_suite_x_max"] = loop.min(), loop.max()
         out["power_suite_x_16384_min"], out["power_suite_x_16384_max"] = big.min(), big.max()
-    for k, name in (("cuBLAS SGEMM", "sgemm"), ("3xTF32 product", "product"), ("cuBLAS TF32", "tf32"),
+    for k, name in (("cuBLAS SGEMM", "sgemm"), ("3xTF32 product alone", "product"), ("cuBLAS TF32", "tf32"),
                     ("3xTF32 call", "call")):
         at = t[t.kernel == k]
         for col, short in (("SM clock (MHz)", "mhz"), ("% of max clock", "pct"), ("power (W)", "w")):
