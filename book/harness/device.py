@@ -100,9 +100,11 @@ def clock_reasons(bits: int) -> str:
     return "+".join(words + ([hex(unknown)] if unknown else [])) or "none"
 
 
-def clocks_while(fn, seconds: float = 3.0, every_ms: int = 50) -> dict:
+def clocks_while(fn, seconds: float = 3.0, every_ms: int = 50, first_ms: float = 50.0) -> dict:
     """``fn`` (GPU work, asynchronous) called in a loop for about ``seconds`` while nvidia-smi
-    samples GPU 0 every ``every_ms`` ms. Returns fn's mean time (``ms``) and, over the last
+    samples GPU 0 every ``every_ms`` ms. Returns fn's mean time on the GPU over the loop
+    (``ms``) and over its first ``first_ms`` ms (``ms_first``, at least one call: what a short
+    timing sees), from an event after each call, and, over the last
     two thirds of the samples (the first third is the GPU warming up to the load), the median
     SM clock (``sm_mhz``), board power (``power_w``) and temperature (``temp_c``), the board's
     power limit (``power_limit_w``) and every reason nvidia-smi gave for a clock below its
@@ -116,13 +118,16 @@ def clocks_while(fn, seconds: float = 3.0, every_ms: int = 50) -> dict:
     smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
                             "-i", "0", "-lms", str(every_ms)], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    calls, t0 = 0, time.perf_counter()
+    start, marks, t0 = cupy.cuda.Event(), [], time.perf_counter()
+    start.record()
     while time.perf_counter() - t0 < seconds:
         for _ in range(4):
             fn()
-        cupy.cuda.Device().synchronize()
-        calls += 4
-    ms = 1e3 * (time.perf_counter() - t0) / calls
+            marks.append(cupy.cuda.Event())
+            marks[-1].record()
+        marks[-1].synchronize()
+    ends = np.array([cupy.cuda.get_elapsed_time(start, e) for e in marks])  # ms after the start
+    first = max(1, int((ends <= first_ms).sum()))  # the calls done in the first first_ms
     smi.terminate()
     out, err = smi.communicate(timeout=30)
     rows = [[v.strip() for v in line.split(",")] for line in out.strip().splitlines()]
@@ -133,6 +138,7 @@ def clocks_while(fn, seconds: float = 3.0, every_ms: int = 50) -> dict:
     mask = 0
     for r in rows:
         mask |= int(r[4], 16)
-    return {"ms": ms, "sm_mhz": med(0), "power_w": med(1), "temp_c": med(2),
+    return {"ms": ends[-1] / len(ends), "ms_first": ends[first - 1] / first,
+            "sm_mhz": med(0), "power_w": med(1), "temp_c": med(2),
             "power_limit_w": med(3), "limited_by": clock_reasons(mask & ~0x1),
             "samples": len(rows)}
