@@ -485,6 +485,34 @@ two partial sums taking turns; step 5's matmul_tf32x3_areg, A split in registers
 -- as defines added to ``gemm.TF32X3_DEFINES``."""
 
 
+def _packed_case(M: int, N: int, K: int):
+    """The inputs the parts and power runs time, on a Hopper GPU: A (M x K) and B (K x N)
+    uniform in [-1, 1) from seed 0, their float64 product, and ``sgemm(precision='tf32x3')``'s
+    launches on them as functions -- ``pack`` and ``rescale`` (each timed alone), and
+    ``product(out, defines)``, the product kernel alone (step 5's where ``defines`` has AREG = 1)
+    on records and flags packed once here, with the split-K of ``book.sgemm``."""
+    from . import gemm
+    from .harness.device import device_report
+    from .launch import wgmma as W
+    rng = cupy.random.default_rng(0)
+    A = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
+    B = rng.uniform(-1, 1, (K, N), dtype=cupy.float32)
+    ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
+    base, splits = gemm.TF32X3_DEFINES, gemm.tf32x3_splits(M, N, K, device_report().get("sms", 132))
+    ea, eb, bad = W.flags(M, N)
+    a_rec, b_rec = W.records(M, K), W.records(N, K)
+    W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad)
+
+    def product(out, defines=base):  # (step 5 reads A itself, and the same records of B)
+        a = A if dict(defines).get("AREG") else a_rec
+        W.product(a, b_rec, out, M, N, K, defines, splits, ea, eb, A, B, bad)
+
+    launches = {"pack": lambda: W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad),
+                "rescale": lambda: W.rescale(A, B, a_rec, b_rec, M, N, K, base, ea, eb),
+                "product": product}
+    return A, B, ref, splits, launches
+
+
 def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     """``sgemm(precision='tf32x3')`` taken apart, on a Hopper GPU: per shape, each launch timed
     alone -- ``pack`` (the split, gathering each row's and column's magnitude), ``rescale``
@@ -500,34 +528,23 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     from cupyx.profiler import benchmark
 
     from . import gemm
-    from .harness.device import device_report
     from .harness.measure import relative_error_xp, time_launch
-    from .launch import wgmma as W
     if KERNELS["tf32x3_wgmma"].why_not_here():
         raise RuntimeError("tf32x3_parts: " + KERNELS["tf32x3_wgmma"].why_not_here())
     rows = []
     for M, N, K in shapes or PARTS_SHAPES:
-        rng = cupy.random.default_rng(0)
-        A = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
-        B = rng.uniform(-1, 1, (K, N), dtype=cupy.float32)
-        ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
-        splits = gemm.tf32x3_splits(M, N, K, device_report().get("sms", 132))
+        A, B, ref, splits, launches = _packed_case(M, N, K)
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
         work = cupy.empty((M, N), dtype=cupy.float32)
         base = gemm.TF32X3_DEFINES
-        ea, eb, bad = W.flags(M, N)
-        a_rec, b_rec = W.records(M, K), W.records(N, K)
-        W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad)
 
-        def product(defines):  # (step 5 reads A itself, and the same records of B)
-            a = A if dict(defines).get("AREG") else a_rec
-            return lambda: W.product(a, b_rec, work, M, N, K, defines, splits, ea, eb, A, B, bad)
+        def product(defines):
+            return lambda: launches["product"](work, defines)
 
         def whole(defines):  # book.sgemm(precision='tf32x3')'s call, with this product kernel
             return lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, defines)
 
-        calls = {"pack": lambda: W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad),
-                 "rescale": lambda: W.rescale(A, B, a_rec, b_rec, M, N, K, base, ea, eb),
+        calls = {"pack": launches["pack"], "rescale": launches["rescale"],
                  **{"product" + v: product(base + d) for v, d in PRODUCTS.items()},
                  **{"sgemm_tf32x3" + v: whole(base + d) for v, d in PRODUCTS.items()},
                  "cublas": lambda: cupy.matmul(A, B, out=C),
@@ -560,7 +577,7 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
                          "same_bits": same.get(name.removeprefix("product").removeprefix("sgemm_tf32x3"), np.nan)
                          if name.startswith(("product", "sgemm")) else np.nan,
                          "rel_error": errors.get(name, np.nan), "host_us": host.get(name, np.nan)})
-        del A, B, ref, C, work, a_rec, b_rec
+        del A, B, ref, C, work, launches, calls
         cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows)
 
@@ -582,24 +599,16 @@ def tf32x3_power(shapes=None, rounds: int = 2, seconds: float = 3.0) -> "pd.Data
     from . import gemm
     from .harness.device import clocks_while, device_report
     from .harness.measure import relative_error_xp
-    from .launch import wgmma as W
     if KERNELS["tf32x3_wgmma"].why_not_here():
         raise RuntimeError("tf32x3_power: " + KERNELS["tf32x3_wgmma"].why_not_here())
     rows, top = [], device_report().get("max_sm_clock_mhz", float("nan"))
     for M, N, K in shapes or POWER_SHAPES:
-        rng = cupy.random.default_rng(0)
-        A = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
-        B = rng.uniform(-1, 1, (K, N), dtype=cupy.float32)
-        ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
+        A, B, ref, _, launches = _packed_case(M, N, K)
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
-        base, splits = gemm.TF32X3_DEFINES, gemm.tf32x3_splits(M, N, K, device_report().get("sms", 132))
-        ea, eb, bad = W.flags(M, N)
-        a_rec, b_rec = W.records(M, K), W.records(N, K)
-        W.pack(A, B, a_rec, b_rec, M, N, K, base, ea, eb, bad)
         calls = {"cublas": lambda: cupy.matmul(A, B, out=C),
                  "cublas_tf32": lambda: CublasTF32.launch(A, B, C, M, N, K),
-                 "product": lambda: W.product(a_rec, b_rec, C, M, N, K, base, splits, ea, eb, A, B, bad),
-                 "sgemm_tf32x3": lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, base)}
+                 "product": lambda: launches["product"](C),
+                 "sgemm_tf32x3": lambda: gemm._tf32x3(A, B, C, 1.0, 0.0, gemm.TF32X3_DEFINES)}
         errors = {}
         for name, fn in calls.items():
             C.fill(cupy.nan)
@@ -609,7 +618,7 @@ def tf32x3_power(shapes=None, rounds: int = 2, seconds: float = 3.0) -> "pd.Data
             for name, fn in calls.items():
                 rows.append({"M": M, "N": N, "K": K, "kernel": name, "round": r,
                              **clocks_while(fn, seconds), "max_mhz": top, "rel_error": errors[name]})
-        del A, B, ref, C, a_rec, b_rec
+        del A, B, ref, C, launches, calls
         cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows)
 
@@ -628,8 +637,7 @@ def power_table(runs: dict) -> "pd.DataFrame":
     rows = []
     for d, df in runs.items():
         for (M, N, K), g in df.groupby(["M", "N", "K"], sort=False):
-            cols = ["ms", "sm_mhz", "power_w", "power_limit_w"] + (["ms_first"] if "ms_first" in g else [])
-            med = g.groupby("kernel", sort=False)[cols].median()
+            med = g.groupby("kernel", sort=False)[["ms", "ms_first", "sm_mhz", "power_w"]].median()
             why = g.groupby("kernel", sort=False).limited_by.agg(lambda s: "+".join(sorted(set(
                 w for v in s for w in v.split("+") if w != "none"))) or "none")
             for k, m in med.iterrows():
@@ -637,7 +645,7 @@ def power_table(runs: dict) -> "pd.DataFrame":
                              "shape": f"{M}³" if M == N == K else f"{M}\u00a0×\u00a0{N}\u00a0×\u00a0{K}",
                              "kernel": names.get(k, k), "ms, loop": m.ms,
                              "x SGEMM, loop": med.ms["cublas"] / m.ms,
-                             "x SGEMM, first 50 ms": med.get("ms_first", med.ms)["cublas"] / m.get("ms_first", np.nan),
+                             "x SGEMM, first 50 ms": med.ms_first["cublas"] / m.ms_first,
                              "SM clock (MHz)": m.sm_mhz, "power (W)": m.power_w,
                              "reasons": why[k]})  # (the limit: 700 W here)
     table = pd.DataFrame(rows).set_index(["GPU", "shape", "kernel"]).round(
@@ -692,7 +700,7 @@ def power_summary(runs: dict, suite: dict | None = None) -> dict:
         at = t[t.kernel == k]
         for col, short in (("SM clock (MHz)", "mhz"), ("% of max clock", "pct"), ("power (W)", "w")):
             out[f"power_{name}_{short}_min"], out[f"power_{name}_{short}_max"] = at[col].min(), at[col].max()
-    out["power_max_mhz"] = max(float(df.max_mhz.max()) for df in runs.values())
+    out["power_max_mhz"] = float(max(top.values()))
     return out
 
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .runtime import (BACKEND, LaunchError, bind_launch, load_kernel, unchecked, unchecked_after,
+from .runtime import (BACKEND, LaunchError, bind_launch, load_kernel, unchecked_after,
                       xp)
 
 SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
