@@ -45,6 +45,7 @@ import pandas as pd
 
 from .harness import results
 from .harness.measure import build_ahead, sweep
+from .launch import streams
 from .launch.runtime import BACKEND, LaunchError, build_all, load_kernel, to_host, unchecked, xp
 from .registry import KernelSpec, async_tile, ceil_div, warptile
 
@@ -149,6 +150,15 @@ class Plan:
     def why_not_here(self) -> str | None:
         return self.spec.why_not_here()
 
+    def covers(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> str | None:
+        """Why this plan would not compute all of C = A B at this shape with rows lda, ldb, ldc
+        floats apart, or None. Its grid of tiles covers any M x N and its k-tiles any K; the
+        fallback reads contiguous arrays only."""
+        if self.config == FALLBACK and (lda, ldb, ldc) != (K, N, N):
+            return (f"reads contiguous arrays only (rows K, N, N = {K}, {N}, {N} floats apart), "
+                    f"not rows {lda}, {ldb}, {ldc} floats apart")
+        return _rows_why(self.layout, M, N, K, lda, ldb, ldc)
+
     def builds(self, align: int = 4) -> list[tuple[str, dict, tuple]]:
         """The compiles its launches on contiguous arrays need (views need the ``_ld`` entries,
         built when first launched; a padded B always does): its entries, and split-K's sum;
@@ -187,6 +197,7 @@ class Plan:
         ``alpha``, ``beta``: C = alpha A B + beta C (C is not read where beta is 0), in the
         split-K sum, or for other plans by that sum's kernel over one slice, C = A B written
         to a scratch matrix first: M N floats written and read once more."""
+        _check_covers(self, M, N, K, lda, ldb, ldc)
         if (alpha, beta) != (1.0, 0.0):
             if self.streamk or _launches(self, M, N, K, lda, ldb, ldc)[3]:  # it writes C itself
                 tmp = _workspace(M * N, slot=1).reshape(M, N)
@@ -280,6 +291,14 @@ class Skinny:
     def why_not_here(self):
         return None
 
+    def covers(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> str | None:
+        """Why this plan would not compute all of C at this shape, or None: it is built for at
+        most ``pr`` columns of C (side 'n'), rows (side 'm') or values of k (side 'k')."""
+        few, size = {"n": ("N", N), "m": ("M", M), "k": ("K", K)}[self.side]
+        if size > self.pr:
+            return f"computes {few} <= {self.pr} only, and {few} is {size}"
+        return _rows_why(self.layout, M, N, K, lda, ldb, ldc)
+
     def builds(self) -> list[tuple[str, dict, tuple]]:
         return [("09_skinny.cu", {"PR": self.pr, "WARPS": SKINNY_WARPS}, ())]
 
@@ -298,6 +317,7 @@ class Skinny:
     def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
             shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
         """As Plan.run: A and B as the layout stores them, rows lda, ldb, ldc floats apart."""
+        _check_covers(self, M, N, K, lda, ldb, ldc)
         # (k, n) of B at B[k ldb + n] as is, B[n ldb + k] transposed; (m, k) of A likewise.
         b_kn = (ldb, 1) if self.layout[1] == "n" else (1, ldb)
         a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
@@ -435,6 +455,11 @@ class Packed:
     def why_not_here(self):
         return self.plan.why_not_here()
 
+    def covers(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> str | None:
+        """Why not at this shape, or None: the native plan's reason on the packed copies."""
+        return (_rows_why(self.layout, M, N, K, lda, ldb, ldc)
+                or self.plan.covers(M, N, K, K, 4 * ceil_div(N, 4) if self.layout[1] == "t" else ldb, ldc))
+
     def builds(self) -> list[tuple[str, dict, tuple]]:
         return self.plan.builds() + [("09_transpose.cu", {}, ())]
 
@@ -444,12 +469,33 @@ class Packed:
     def run(self, A, B, C, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
             shares: int | None = None, alpha: float = 1.0, beta: float = 0.0) -> None:
         """As Plan.run, A and B as the layout stores them (a transposed A: K rows of lda floats)."""
+        _check_covers(self, M, N, K, lda, ldb, ldc)
         if self.layout[0] == "t":
             A, lda = _packed(A, K, M, lda, K, slot=3), K
         if self.layout[1] == "t":
             wide = 4 * ceil_div(N, 4)
             B, ldb = _packed(B, N, K, ldb, wide, slot=4), wide
         self.plan.run(A, B, C, M, N, K, lda, ldb, ldc, shares, alpha, beta)
+
+
+def _rows_why(layout: str, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> str | None:
+    """Why arrays with rows lda, ldb, ldc floats apart cannot hold A, B (as ``layout`` stores
+    them: a transposed A is K rows of M) and C at this shape, or None."""
+    if min(M, N, K) < 1:
+        return f"needs M, N, K >= 1"
+    for name, ld, least in (("A", lda, K if layout[0] == "n" else M),
+                            ("B", ldb, N if layout[1] == "n" else K), ("C", ldc, N)):
+        if ld < least:
+            return f"needs {name}'s rows at least {least} floats apart, not {ld}"
+    return None
+
+
+def _check_covers(plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> None:
+    """Raise LaunchError where ``plan`` would not compute all of C at this shape (a plan
+    launched by hand outside the shapes it is built for would leave part of C unwritten)."""
+    why = plan.covers(M, N, K, lda, ldb, ldc)
+    if why:
+        raise LaunchError(f"{plan.id} ({plan.label}) cannot compute {M} x {N} x {K}: it {why}")
 
 
 def _packed(X, rows: int, cols: int, ldx: int, ldy: int, slot: int):
@@ -565,31 +611,17 @@ def _aligned_copy(B, K: int, N: int):
     return out
 
 
-_WORK: dict = {}
-
-
 def _workspace(size: int, slot: int = 0):
-    """A workspace of the current stream, grown as needed and kept: a launch then allocates
-    nothing. Calls on one stream run in order, so they can share it. Slot 0: split-K's slices
-    and stream-K's pieces; slot 1: A B before alpha and beta are applied."""
-    key = (xp.cuda.get_current_stream().ptr if BACKEND == "gpu" else 0, slot)
-    work = _WORK.get(key)
-    if work is None or work.size < size:
-        work = _WORK[key] = xp.empty(size, dtype=xp.float32)
-    return work[:size]
-
-
-_TICKETS: dict = {}
+    """A workspace of the calling stream and thread (``streams.buffer``), grown as needed and
+    kept: a launch then allocates nothing, and no other stream or thread touches it. Slot 0:
+    split-K's slices and stream-K's pieces; slot 1: A B before alpha and beta are applied."""
+    return streams.buffer(("work", slot), size)
 
 
 def _tickets(size: int):
     """Counters for 09_skinny.cu's split sums, one per column of its grid: zero, and left zero by
-    every launch (the last block of a column sets its counter back). Per stream, grown as needed."""
-    key = xp.cuda.get_current_stream().ptr if BACKEND == "gpu" else 0
-    tickets = _TICKETS.get(key)
-    if tickets is None or tickets.size < size:
-        tickets = _TICKETS[key] = xp.zeros(max(size, 1024), dtype=xp.uint32)
-    return tickets
+    every launch (the last block of a column sets its counter back). Per stream and thread."""
+    return streams.buffer("tickets", size, xp.uint32, zeros=True)
 
 
 def _epilogue(work, C, rows: int, cols: int, c_row: int, c_col: int, splits: int,
@@ -1030,7 +1062,9 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     with FFMA (their Inf and NaN as cuBLAS SGEMM's), split-K where tiles of C are few
     (``tf32x3_splits``), A split in registers where N <= TF32X3_AREG_MAX_N, and where
     M <= TF32X3_AREG_MAX_N < N the transpose C^T = B^T A^T the same way (B split in
-    registers); it reads C-contiguous copies of A and B where they are views."""
+    registers); it reads C-contiguous copies of A and B where they are views. Safe on concurrent
+    streams and threads: each (stream, thread) keeps its own scratch memory (``launch.streams``;
+    ``streams.release()`` frees it), so calls in flight together never share a workspace."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
@@ -1203,20 +1237,17 @@ def _launch_in_layout(plan, A, B, C, M: int, N: int, K: int) -> None:
     plan.run(a, b, C, M, N, K, a.shape[1], b.shape[1], C.shape[1])
 
 
-_STORED: dict = {}
-
-
 def stored_operands(A, B, layout: str):
     """A and B (C-contiguous) as ``layout`` stores them: a transposed operand as the row-major
-    array of its transpose (C-contiguous, K x M for A). The copies are kept for as long as the
-    same arrays are passed (held here, so that a new array is never mistaken for an old one)."""
-    key = (layout, id(A), id(B))
-    if _STORED.get("key") != key:
-        _STORED.clear()
-        t = (xp.ascontiguousarray(A.T) if layout[0] == "t" else A,
-             xp.ascontiguousarray(B.T) if layout[1] == "t" else B)
-        _STORED.update(key=key, held=(A, B), stored=t)
-    return _STORED["stored"]
+    array of its transpose (C-contiguous, K x M for A). The copies are kept, per stream and
+    thread, for as long as the same arrays are passed (held, so that a new array is never
+    mistaken for an old one)."""
+    entry, key = streams.here(), (layout, id(A), id(B))
+    held = entry.get("stored")
+    if held is None or held[0] != key:
+        held = entry["stored"] = (key, (A, B), (xp.ascontiguousarray(A.T) if layout[0] == "t" else A,
+                                               xp.ascontiguousarray(B.T) if layout[1] == "t" else B))
+    return held[2]
 
 
 def logical_operands(A, B, layout: str):

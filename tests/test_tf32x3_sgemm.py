@@ -46,7 +46,7 @@ def test_one_call_leaves_nothing_for_the_next(shape):
     """Calls of one shape share a workspace with two sets of flags, taken in turn, each call's
     rescale zeroing the next call's: calls with Inf, with a huge row, with a tiny one, and plain
     ones, each as accurate as alone, and the next call's flags zero after each call."""
-    from book.launch import wgmma as W
+    from book.launch import streams
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=12)
     inf, big, tiny = a.copy(), a.copy(), a.copy()
@@ -58,7 +58,7 @@ def test_one_call_leaves_nothing_for_the_next(shape):
         fin = np.isfinite(x.astype(np.float64) @ b)
         assert np.isfinite(got).sum() == fin.sum()
         assert np.max(_per_element(got, x, b)[fin]) < TOLERANCE
-        ((*_, two, turn),) = W._workspace.values()
+        two, turn = streams.here()["tf32x3"][1][3:]  # (this thread's and stream's)
         assert not to_host(two[turn]).any()
 
 

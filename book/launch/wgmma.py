@@ -1,8 +1,9 @@
 """Chapter 10, step 3: 10_wgmma.cu's launches -- ``pack_split`` (A and B split into big and
 small TF32 parts, in the swizzled tiles wgmma reads), ``rescale`` where SCALED = 1, then
 ``matmul_tf32x3_wgmma`` (or step 4's or 5's product) -- with a workspace kept between calls
-of the same size. The registry's ``tf32x3_wgmma`` launches through
-:func:`tf32x3_wgmma`.
+of the same size on the same stream and thread (``streams``). The registry's ``tf32x3_wgmma``
+launches through :func:`tf32x3_wgmma`. Each launch checks that the records, flags and grid it is
+given cover the whole shape (a LaunchError names what they cover).
 """
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .runtime import (BACKEND, LaunchError, bind_launch, load_kernel, unchecked_after,
-                      xp)
+from . import streams
+from .runtime import LaunchError, bind_launch, load_kernel, unchecked_after, xp
 
 SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
 TILE, K_TILE, RECORD_FLOATS = 128, 32, 2 * 128 * 32
@@ -24,16 +25,18 @@ DEFINES = (("STAGES", 3), ("CHUNK", 2), ("SMALL_FIRST", 0))
 """10_wgmma.cu's registered defines: 3 stages of 64 KiB; 2 k-tiles summed in the tensor core
 per float32 add, each k-step's three wgmmas in turn."""
 
-_workspace: dict = {}
-
-
 def _ceil(n: int, d: int) -> int:
     return -(-n // d)
 
 
+def records_size(rows: int, K: int) -> int:
+    """Floats of pack_split's records of a rows x K operand."""
+    return _ceil(rows, TILE) * _ceil(K, K_TILE) * RECORD_FLOATS
+
+
 def records(rows: int, K: int):
     """An empty workspace for pack_split's records of a rows x K operand."""
-    return xp.empty(_ceil(rows, TILE) * _ceil(K, K_TILE) * RECORD_FLOATS, dtype=xp.float32)
+    return xp.empty(records_size(rows, K), dtype=xp.float32)
 
 
 @lru_cache(maxsize=None)
@@ -70,8 +73,11 @@ def _kernels(defines: tuple = DEFINES):
 def _zeros(n: int):
     """n int zeros, a stand-in: 1 for the magnitudes and flags where the build does not scale
     (never read); M + N + 1 for the flags of a product launched without pack's (nothing is
-    recomputed)."""
-    return xp.zeros(n, dtype=xp.int32)
+    recomputed). Shared by every stream: made and finished once, then only read."""
+    zeros = xp.zeros(n, dtype=xp.int32)
+    if hasattr(xp, "cuda"):
+        xp.cuda.get_current_stream().synchronize()
+    return zeros
 
 
 def flags(M: int, N: int):
@@ -99,8 +105,29 @@ def pack(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple = DE
     magnitudes and flags into ``ea``, ``eb`` and ``bad`` (from :func:`flags`, zeros) where
     ``defines`` has SCALED = 1. With AREG = 1, B alone is packed (``a_records`` is not written:
     the product splits A itself)."""
+    _check_room(M, N, K, defines, a_records, b_records, ea, eb, bad)
     kernel, grid, rest = _pack_launch(a_records, b_records, M, N, K, defines, ea, eb, bad)
     kernel(grid, (256, 1), (A, B) + rest)
+
+
+def _check_room(M: int, N: int, K: int, defines: tuple, a_records, b_records, ea=None, eb=None,
+                bad=None, step: str = "pack_split") -> None:
+    """Raise LaunchError where the records or flags a launch is given are too small for the
+    whole M x N x K, as the launches see it (where TRANS, M and N are C^T's): records of a
+    smaller shape would be read or written past their end, or part of C left unwritten. A's
+    records for M rows (where AREG, the product reads A itself: M K floats), B's for N columns,
+    the flags for M rows and N columns."""
+    areg = bool(dict(defines).get("AREG"))
+    need = [("B's records", b_records, records_size(N, K))]
+    if not areg or step == "product":
+        need.append(("A's records" if not areg else "A", a_records,
+                     records_size(M, K) if not areg else M * K))
+    need += [(name, x, size) for name, x, size in (("ea", ea, M), ("eb", eb, N), ("bad", bad, M + N + 1))
+             if x is not None]
+    for name, x, size in need:
+        if x.size < size:
+            raise LaunchError(f"10_wgmma.cu {step} at {M} x {N} x {K}: {name} holds {x.size} "
+                              f"elements, which covers a smaller shape; it needs {size}")
 
 
 def _pack_launch(a_records, b_records, M: int, N: int, K: int, defines: tuple, ea, eb, bad):
@@ -120,6 +147,7 @@ def rescale(A, B, a_records, b_records, M: int, N: int, K: int, defines: tuple, 
     holds a row (column) outside the safe range, packed again, scaled (10_wgmma.cu's rescale);
     for the others the blocks read the magnitudes and return. ``next_flags`` (int32), where
     given, is zeroed in the same launch: the next call's flags."""
+    _check_room(M, N, K, defines, a_records, b_records, ea, eb, step="rescale")
     kernel, grid, rest = _rescale_launch(a_records, b_records, M, N, K, defines, ea, eb, next_flags)
     kernel(grid, (256, 1), (A, B) + rest)
 
@@ -148,13 +176,7 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
                               f"float32 {shape}")
-    areg = bool(dict(defines).get("AREG"))
-    key = (M, N, K, areg)
-    if key not in _workspace:
-        _workspace.clear()  # one size at a time: 8192^3 needs 1 GiB
-        _workspace[key] = [None if areg else records(M, K), records(N, K), {},
-                           xp.zeros((2, _flag_ints(M, N)), dtype=xp.int32), 0]
-    work = _workspace[key]
+    work = workspace(M, N, K, bool(dict(defines).get("AREG")))
     a_records, b_records, calls, two, turn = work
     if (defines, splits, turn) not in calls:  # (built once: a call's host time is its launches')
         calls[defines, splits, turn] = _call_launches(A, B, C, a_records, b_records, two, turn,
@@ -162,10 +184,24 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
     try:
         calls[defines, splits, turn](A, B, C)
     except BaseException:
-        _workspace.clear()  # (a set of flags left unzeroed is never used again)
+        streams.here().pop("tf32x3", None)  # (a set of flags left unzeroed is never used again)
         raise
     if dict(defines).get("SCALED"):
         work[4] = 1 - turn
+
+
+def workspace(M: int, N: int, K: int, areg: bool) -> list:
+    """The calling stream's and thread's 3xTF32 workspace for this shape (``streams.here``):
+    [A's records (None where AREG), B's records, the bound launches of its calls, two sets of
+    flags, the set the next call gathers into]. One shape at a time per stream
+    and thread (8192^3 needs 1 GiB): a new shape drops the last one's, whose memory goes back
+    to this stream's pool, after the launches already issued on it."""
+    entry, key = streams.here(), (M, N, K, areg)
+    work = entry.get("tf32x3")
+    if work is None or work[0] != key:
+        work = entry["tf32x3"] = (key, [None if areg else records(M, K), records(N, K), {},
+                                        xp.zeros((2, _flag_ints(M, N)), dtype=xp.int32), 0])
+    return work[1]
 
 
 def _call_launches(A, B, C, a_records, b_records, two, turn: int, M: int, N: int, K: int,
@@ -199,19 +235,13 @@ def _call_launches(A, B, C, a_records, b_records, two, turn: int, M: int, N: int
     return launches
 
 
-_split: dict = {}
-
-
 def _split_state(tiles: int, splits: int):
-    """The product's room: (partials, split-K's 64 KiB for each slice of each tile; counts, one
-    per tile, zeros that every product launch leaves zero), kept for the next call (grown where
-    too small)."""
+    """The product's room, the calling stream's and thread's own (``streams.buffer``): (partials,
+    split-K's 64 KiB for each slice of each tile; counts, one per tile, zeros that every
+    product launch leaves zero), kept for the next call (grown where too small)."""
     need = tiles * splits * TILE * TILE if splits > 1 else 1
-    if _split.get("partials") is None or _split["partials"].size < need:
-        _split["partials"] = xp.empty(need, dtype=xp.float32)
-    if _split.get("counts") is None or _split["counts"].size < tiles:
-        _split["counts"] = xp.zeros(max(tiles, 1024), dtype=xp.int32)
-    return _split["partials"], _split["counts"]
+    return (streams.buffer("tf32x3_partials", need),
+            streams.buffer("tf32x3_counts", tiles, xp.int32, zeros=True))
 
 
 def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DEFINES,
@@ -228,6 +258,10 @@ def product(a_records, b_records, C, M: int, N: int, K: int, defines: tuple = DE
     if dict(defines).get("SCALED") and (ea is None or eb is None):
         raise LaunchError("tf32x3 product: SCALED = 1 needs pack's magnitudes ea and eb (flags), "
                           "which set the scales the store undoes")
+    _check_room(M, N, K, defines, a_records, b_records, ea, eb, bad, step="product")
+    if C.size < M * N:
+        raise LaunchError(f"10_wgmma.cu product at {M} x {N} x {K}: C holds {C.size} floats, "
+                          f"fewer than M N = {M * N}")
     kernel, grid, threads, smem, mid, end = _product_launch(M, N, K, defines, splits, ea, eb, bad)
     kernel(grid, (threads, 1), (a_records, b_records, C) + mid
            + (a_records if A is None else A, b_records if B is None else B) + end,
