@@ -29,10 +29,11 @@ book: $(BIN)/.installed
 	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
-## Open the notebooks in JupyterLab, from the same environment (installs JupyterLab once).
+## Open the notebooks in JupyterLab, from the same environment (installs JupyterLab once; as root,
+## as GPU containers run, with --allow-root).
 lab: $(BIN)/.installed
 	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/pip install -q jupyterlab==4.6.6
-	cd notebooks && ../$(BIN)/jupyter lab
+	cd notebooks && ../$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
 gpu-book: $(BIN)/.gpu-installed

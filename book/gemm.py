@@ -1729,35 +1729,53 @@ def recorded_suites(live: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]
 
 
 def suite_plot(suites: dict[str, pd.DataFrame]):
-    """% of cuBLAS per suite shape, one bar per GPU; the goal's 100% and 90% as lines."""
+    """% of cuBLAS per suite shape, one marker per GPU, on an axis zoomed to the band the
+    results fall in (a bar from 0 would hide the few percent the goal is about); the goal's 100%
+    and 90% as lines, each GPU's value in a column to the right of the axes."""
     import matplotlib.pyplot as plt
 
-    from .harness.plots import FAMILIES, STYLE, legend_below
+    from .harness.plots import FAMILIES, STYLE, check_readable, legend_below
+    from .harness.results import short_name
+    color = FAMILIES[9][1]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8.5, 6.5))
-        h = 0.8 / max(len(suites), 1)
+        first = next(iter(suites.values()), None)
+        shapes = [] if first is None else list(dict.fromkeys(zip(*(
+            first[first.kernel == BookSgemm.id][c] for c in ("M", "N", "K")))))
+        fig, ax = plt.subplots(figsize=(STYLE["figure.figsize"][0], 0.36 * len(shapes) + 2.2))
+        h = 0.36 / max(len(suites) - 1, 1)
+        values = []
         for i, (device, df) in enumerate(suites.items()):
-            b = df[df.kernel == BookSgemm.id]
-            labels = [shape_label(*shape) for shape in zip(b.M, b.N, b.K)]
-            y = np.arange(len(b)) + i * h
-            ax.barh(y, b.pct_of_cublas, height=h, color=FAMILIES[9][1], alpha=1.0 - 0.45 * i,
-                    hatch=("", "///")[i % 2], label=device)
-            for yy, v in zip(y, b.pct_of_cublas):
-                ax.annotate(f"{v:.0f}", (v, yy), xytext=(2, 0), textcoords="offset points",
-                            va="center", fontsize=7.5)
-        ax.set_yticks(np.arange(len(b)) + h * (len(suites) - 1) / 2, labels, fontsize=8.5)
-        ax.set_ylim(len(b) - 0.1, -0.3)
+            b = df[df.kernel == BookSgemm.id].set_index(["M", "N", "K"]).pct_of_cublas
+            v = np.array([b.get(shape, np.nan) for shape in shapes], dtype=float)
+            values.append(v)
+            y = np.arange(len(shapes)) + (i - (len(suites) - 1) / 2) * h
+            ax.plot(v, y, ls="none", marker=("o", "s", "D", "^")[i % 4], ms=6, color=color,
+                    alpha=1.0 - 0.35 * i, mfc=color if i == 0 else "none", label=device)
+            for yy, value in zip(y, v):
+                if np.isfinite(value):
+                    ax.annotate(f"{value:.0f}", (1.0, yy), xycoords=("axes fraction", "data"),
+                                xytext=(6 + 30 * i, 0), textcoords="offset points", va="center",
+                                fontsize=8, color="0.2" if i == 0 else "0.45",
+                                annotation_clip=False)
+            ax.annotate(short_name(device), (1.0, 1.0), xycoords="axes fraction",
+                        xytext=(6 + 30 * i, 2), textcoords="offset points", va="bottom",
+                        fontsize=8, color="0.2" if i == 0 else "0.45")
         for x, ls, what in ((100, "-", "cuBLAS (100%)"), (90, ":", "the goal's floor (90%)")):
-            ax.axvline(x, color="k", lw=1, ls=ls, label=what)
-        ax.set_xlabel("book.sgemm, % of the cuBLAS SGEMM timed beside it (median of interleaved rounds)")
-        ax.set_title("The book's SGEMM against cuBLAS on the suite (goal: 100% geometric mean, "
-                     "none below 90%)", fontsize=10)
-        ax.set_xlim(0, 135)
+            ax.axvline(x, color="k", lw=1, ls=ls, label=what, zorder=1)
+        every = np.concatenate(values) if values else np.array([90.0, 100.0])
+        every = every[np.isfinite(every)]
+        lo, hi = min(85.0, every.min() - 3), max(115.0, every.max() + 3)
+        ax.set_xlim(5 * np.floor(lo / 5), 5 * np.ceil(hi / 5))
+        ax.set_yticks(np.arange(len(shapes)), [shape_label(*shape) for shape in shapes], fontsize=8.5)
+        ax.set_ylim(len(shapes) - 0.5, -0.5)
         ax.grid(axis="y", visible=False)
+        ax.set_xlabel("book.sgemm, % of the cuBLAS SGEMM timed beside it\n(median of interleaved rounds)")
+        ax.set_title("The book's SGEMM against cuBLAS on the suite\n(goal: 100% geometric mean, "
+                     "none below 90%)", fontsize=10)
         fig.tight_layout()
         legend_below(fig, ax, ncol=2)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def recorded_heldout(which: str = "") -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
@@ -1834,33 +1852,46 @@ def heldout_table(runs: dict) -> pd.DataFrame:
 
 
 def heldout_plot(runs: dict):
-    """Left: book.sgemm's % of cuBLAS on every held-out shape against its FLOPs, per GPU (skinny
-    shapes, min(M, N) < 64, hollow); cuBLAS and the goal's floor as lines. Right: the cost
-    model's time against the measured time of every candidate of every held-out shape on the
-    first GPU, the plan book.sgemm ran ringed."""
+    """Top: book.sgemm's % of cuBLAS on every held-out shape against its FLOPs, per GPU (skinny
+    shapes, min(M, N) < 64, hollow), on a log axis zoomed to the band the results fall in;
+    cuBLAS and the goal's floor as lines. Bottom: the cost model's time against the measured
+    time of every candidate of every held-out shape on the first GPU, the plan book.sgemm ran
+    ringed."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
 
-    from .harness.plots import FAMILIES, STYLE, legend_below
+    from .harness.plots import FAMILIES, LABEL_GREY, STYLE, check_readable, direct_labels
+    from .harness.results import short_name
     color = FAMILIES[9][1]
     with plt.rc_context(STYLE):
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 5.2))
+        fig, (ax, bx) = plt.subplots(2, 1, figsize=(STYLE["figure.figsize"][0], 9.4))
+        shown = []
         for i, (device, (df, _)) in enumerate(runs.items()):
             b = df[(df.kernel == BookSgemm.id) & (df.set == "held-out")]
+            shown.append(b.pct_of_cublas)
             flops = 2.0 * b.M * b.N * b.K
             skinny = np.minimum(b.M, b.N) < 64
             marker = ("o", "s")[i % 2]
+            name = short_name(device)
             ax.scatter(flops[~skinny], b.pct_of_cublas[~skinny], marker=marker, color=color,
-                       alpha=1.0 - 0.4 * i, label=f"{device}, min(M, N) >= 64")
+                       alpha=1.0 - 0.4 * i, label=f"{name}, min(M, N) >= 64", zorder=3)
             ax.scatter(flops[skinny], b.pct_of_cublas[skinny], marker=marker, facecolors="none",
-                       edgecolors=color, alpha=1.0 - 0.4 * i, label=f"{device}, skinny")
-        for y, ls, what in ((100, "-", "cuBLAS (100%)"), (90, ":", "the goal's floor (90%)")):
-            ax.axhline(y, color="k", lw=1, ls=ls, label=what)
+                       edgecolors=color, alpha=1.0 - 0.4 * i, label=f"{name}, skinny", zorder=3)
+        for y, ls in ((100, "-"), (90, ":")):
+            ax.axhline(y, color="k", lw=1, ls=ls, zorder=1)
         ax.set_xscale("log"), ax.set_yscale("log")
-        ax.set_yticks([50, 70, 100, 150, 200, 300], ["50", "70", "100", "150", "200", "300"])
-        ax.minorticks_off()
+        pct = pd.concat(shown) if shown else pd.Series([90.0, 100.0])
+        lo, hi = min(85.0, pct.min() / 1.06), max(115.0, pct.max() * 1.06)
+        ax.set_ylim(lo, hi)
+        ticks = [t for t in (50, 60, 70, 80, 90, 100, 115, 150, 200, 300, 400, 600, 800)
+                 if lo <= t <= hi]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(plt.FixedFormatter([str(t) for t in ticks]))
+        ax.yaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("the shape's floating-point operations, 2 M N K")
-        ax.set_ylabel("book.sgemm, % of cuBLAS (median of 3 rounds)")
+        ax.set_ylabel("book.sgemm, % of cuBLAS\n(median of 3 rounds)")
         ax.set_title("Held-out shapes", fontsize=10)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8.5)
         device, (_, model) = next(iter(runs.items()))
         bx.scatter(model.model_us, model.measured_us, s=8, color="#7f7f7f", alpha=0.5,
                    label="a candidate plan")
@@ -1874,11 +1905,13 @@ def heldout_plot(runs: dict):
         bx.set_xlabel("the cost model's time (µs)")
         bx.set_ylabel("measured time (µs)")
         bx.set_title(f"Model against clock, {device}", fontsize=10)
+        bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8.5)
         fig.tight_layout()
-        legend_below(fig, ax, ncol=2)
-        bx.legend(fontsize=8, loc="upper left")
+        direct_labels(ax, [(100, "cuBLAS\n(100%)", LABEL_GREY), (90, "the goal's\nfloor (90%)",
+                                                                   LABEL_GREY)])
+        fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,8 @@
 
 :func:`ladder` collects each kernel's checked measurement at n = 4096 from the chapter that
 introduced it (for the host's CPU, chapter 1's fastest method at the largest size it ran), with
-its % of the cuBLAS SGEMM timed in the same run; :func:`table` lays the GPUs side by side.
+its % of cuBLAS SGEMM (over chapter 0's cuBLAS record of that GPU, :func:`reference_cublas`: the
+cuBLAS row the table prints, so its arithmetic closes); :func:`table` lays the GPUs side by side.
 :func:`write_readme` puts that table into README.md between two markers: ``python -m book.ladder``
 regenerates it, and a test fails when the README's copy no longer matches the results files.
 Nothing here is typed in.
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .harness import ceilings, results
-from .harness.plots import FAMILIES, STYLE, legend_below
+from .harness.plots import FAMILIES, GREY, STYLE, check_readable, wrap
 from .registry import KERNELS
 from .harness.sources import DATA
 
@@ -50,7 +51,8 @@ def _chapter(name: str) -> int:
 
 
 def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
-    """One GPU's rows: chapter, kernel, label, n, GFLOP/s, % of cuBLAS (same run), device."""
+    """One GPU's rows: chapter, kernel, label, n, GFLOP/s, % of cuBLAS (over the cuBLAS row,
+:func:`reference_cublas`), device."""
     rows, seen = [], set()
     device = results.load_device(gpu)["name"]
     try:
@@ -85,15 +87,41 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
         cublas = df.kernel == "cublas"
         df.loc[cublas, "chapter"] = CUBLAS_RUNG
         df.loc[cublas, "label"] = CUBLAS_LABEL
-        df.loc[cublas, "gflops"] = cublas_runs(gpu, n).median()
+        reference = reference_cublas(gpu, n)
+        df.loc[cublas, "gflops"] = reference
+        gpu_rows = df.kernel != "cpu"  # (the CPU row has no cuBLAS beside it)
+        df.loc[gpu_rows, "pct_of_cublas"] = 100.0 * df.loc[gpu_rows, "gflops"] / reference
         df = df.sort_values("chapter", kind="stable")
     return df.reset_index(drop=True)
 
 
-CUBLAS_LABEL = "cuBLAS SGEMM (median of the runs; each % uses its own run's)"
+CUBLAS_LABEL = "cuBLAS SGEMM (chapter 0's measurement)"
 """cuBLAS is timed beside the kernels in every results file, and its speed moves from run to run
-(clocks, power, what ran before it): its row shows the median, and each kernel's % of cuBLAS is
-taken against the cuBLAS of its own run, never this median."""
+(clocks, power, what ran before it) by a few percent (:func:`cublas_spread`). The ladder's row
+shows one record, :func:`reference_cublas`, and every kernel's % of cuBLAS divides by that row,
+so that a reader's own division of the table's numbers agrees with it (:func:`headline` gives
+the same pair to every page)."""
+
+
+def reference_cublas(gpu: str, n: int = 4096) -> float:
+    """cuBLAS SGEMM's GFLOP/s at n on results folder ``gpu`` that every % of cuBLAS at n divides
+    by: chapter 0's ceiling (one checked sweep, recorded before every other chapter runs;
+    ``results.cublas_reference``) where it was measured at n, else the median of the runs that
+    timed cuBLAS at n."""
+    ref = results.cublas_reference(gpu, n)
+    return ref if ref is not None else float(cublas_runs(gpu, n).median())
+
+
+def headline(kernel: str, device: str, n: int = 4096) -> tuple[float, float]:
+    """(GFLOP/s, % of cuBLAS) of ``kernel`` at n on ``device`` (a GPU's name or folder) as the
+    ladder has them: the first results file that times it, over the median cuBLAS of that GPU's
+    runs. Every page that states a kernel's headline figure reads it here. KeyError where the
+    GPU or kernel was not recorded."""
+    gpu = device if (results.RESULTS / device).is_dir() else results.gpu_slug(device)
+    if not (results.RESULTS / gpu).is_dir():
+        raise KeyError(f"no results recorded for {device}")
+    row = ladder(gpu, n).set_index("kernel").loc[kernel]
+    return float(row.gflops), float(row.pct_of_cublas)
 
 
 def cublas_runs(gpu: str, n: int = 4096) -> pd.Series:
@@ -218,7 +246,7 @@ def landing_plot(df: pd.DataFrame):
     steps = landing_steps(df)
     labels, gpus = list(LANDING_STEPS.values()), sorted(steps.device.unique())
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(4.8, 0.7 * len(labels) + 1.2))
+        fig, ax = plt.subplots(figsize=(4.8, 0.7 * len(labels) + 1.2), dpi=LANDING_DPI)
         height = 0.8 / len(gpus)
         for g, gpu in enumerate(gpus):
             sub = steps[steps.device == gpu]
@@ -226,9 +254,9 @@ def landing_plot(df: pd.DataFrame):
             colors = [FAMILIES[c][1] for c in sub.chapter]
             ax.barh(y, sub.pct_of_cublas, height=height * 0.92, color=colors,
                     alpha=1.0 - 0.4 * g, hatch=("", "///")[g % 2], edgecolor="white", lw=0)
-            for yy, v in zip(y, sub.pct_of_cublas):
-                ax.annotate(f"{v:.0f}%", (v, yy), xytext=(3, 0), textcoords="offset points",
-                            va="center", fontsize=12)
+            for yy, v in zip(y, sub.pct_of_cublas):  # just short of 100%: right of its line
+                ax.annotate(f"{v:.0f}%", (100 if 75 < v < 100 else v, yy), xytext=(3, 0),
+                            textcoords="offset points", va="center", fontsize=12)
         ax.axvline(100, color="k", lw=1.2)
         ax.annotate("cuBLAS\nSGEMM", (100, -0.85), xytext=(4, 0), textcoords="offset points",
                     ha="left", va="center", fontsize=12)
@@ -243,7 +271,12 @@ def landing_plot(df: pd.DataFrame):
                   loc="upper center", fontsize=12, bbox_to_anchor=(0.3, -0.2), ncol=1,
                   frameon=False)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
+
+
+LANDING_DPI = 130
+"""The landing figure's resolution (``main`` saves it at this dpi): a little larger than the
+chapters' figures, for a phone."""
 
 
 def payoff(df: pd.DataFrame) -> str:
@@ -255,15 +288,15 @@ def payoff(df: pd.DataFrame) -> str:
         return f"{PAYOFF_BEGIN}\n{PAYOFF_END}"
 
     def each(kernel, first, rest):  # "98% of ... on the H100 and 100% on the H200"
-        return " and ".join((first if i == 0 else rest)(steps[d, kernel]) + f" on the {d}"
-                            for i, d in enumerate(gpus))
+        return " and ".join((first if i == 0 else rest)(steps[d, kernel])
+                            + f" on the {results.short_name(d)}" for i, d in enumerate(gpus))
     return (f"{PAYOFF_BEGIN}\n\n**The payoff, at $n = 4096$:** the book's own SGEMM runs at "
             + each("book_sgemm", lambda v: f"{v:.0f}% of cuBLAS SGEMM's speed", lambda v: f"{v:.0f}%")
             + "; its 3xTF32 tensor-core kernel, at SGEMM's accuracy, runs "
             + each("tf32x3_wgmma", lambda v: f"{v / 100:.2f} times as fast as cuBLAS SGEMM",
                    lambda v: f"{v / 100:.2f} times")
-            + f". Every kernel was checked against float64 before it was timed, beside cuBLAS in the "
-            f"same run.\n\n{PAYOFF_END}")
+            + ". Every kernel was checked against float64 before it was timed beside cuBLAS; each "
+            f"% is over that GPU's cuBLAS figure of chapter 0.\n\n{PAYOFF_END}")
 
 
 def write_landing(df: pd.DataFrame, path: Path = LANDING) -> bool:
@@ -283,7 +316,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     wide = df.set_index(keys + ["device"])[["gflops", "pct_of_cublas"]].unstack("device")
     rows = df[keys].drop_duplicates().sort_values("chapter", kind="stable")  # cuBLAS (CUBLAS_RUNG) last
     wide = wide.reindex(pd.MultiIndex.from_frame(rows))
-    wide.columns = [f"{dev}: {'GFLOP/s' if v == 'gflops' else '% of cuBLAS'}"
+    wide.columns = [f"{results.short_name(dev)}: {'GFLOP/s' if v == 'gflops' else '% of cuBLAS'}"
                     for v, dev in wide.columns]
     order = sorted(wide.columns, key=lambda c: (c.split(":")[0], "%" in c))
     return wide[order].reset_index().drop(columns="kernel")
@@ -344,29 +377,29 @@ def heldout_markdown() -> str:
 
 
 def readme_block(df: pd.DataFrame) -> str:
-    gpus = ", ".join(sorted(df.device.unique()))
+    gpus = ", ".join(results.short_name(d) for d in sorted(df.device.unique()))
     return (f"{BEGIN}\n*Generated by `python -m book.ladder` from `results/` ({gpus}); every "
-            f"kernel at n = 4096, checked against float64 before it was timed; the CPU row is "
-            f"chapter 1's fastest method on the GPU host's CPU, at the largest n it ran.*\n\n"
-            f"{markdown(df)}\n\n**book.sgemm on the suite of chapter 9** "
-            f"(median of three interleaved rounds, each checked then timed beside cuBLAS):\n\n"
-            f"{suite_markdown()}\n\n**book.sgemm on shapes nobody tuned** (chapter 9; checked, then "
-            f"three interleaved rounds beside cuBLAS):\n\n{heldout_markdown()}\n{END}")
+            f"kernel checked against float64 before it was timed; the CPU row is chapter 1's "
+            f"fastest method on the GPU host's CPU, at the largest n it ran.*\n\n"
+            f"{markdown(df)}\n{END}")
 
 
 def write_readme(df: pd.DataFrame, path: Path = README) -> bool:
-    """Replace the README's table between the markers; True if it changed."""
+    """Replace the README's table and payoff between their markers; True if either changed."""
     text = path.read_text()
     if BEGIN not in text or END not in text:
         raise ValueError(f"{path.name} has no {BEGIN} ... {END} markers")
     new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: readme_block(df), text,
                  flags=re.S)
+    new = re.sub(re.escape(PAYOFF_BEGIN) + ".*?" + re.escape(PAYOFF_END), lambda _: payoff(df),
+                 new, flags=re.S)
     path.write_text(new)
     return new != text
 
 
 def readme_is_current(df: pd.DataFrame, path: Path = README) -> bool:
-    return readme_block(df) in path.read_text() and payoff(df) in LANDING.read_text()
+    text = path.read_text()
+    return readme_block(df) in text and payoff(df) in text and payoff(df) in LANDING.read_text()
 
 
 SOURCE_MARKS = {
@@ -391,14 +424,19 @@ def source_marks() -> dict[str, str]:
 
 def ladder_plot(df: pd.DataFrame):
     """Horizontal bars: % of cuBLAS at n = 4096 for every kernel, one bar per GPU, coloured by
-    the kernel's family (the chapter that introduced it); the GPUs told apart by hatching."""
+    the kernel's family (the chapter that introduced it); the GPUs told apart by hatching; each
+    GPU's value in a column right of the axes. ◆ marks the kernels source 003 timed too, its
+    figures in the title."""
     gpu_rows = df[df.pct_of_cublas.notna() & (df.kernel != "cublas")]
     gpu_rows = gpu_rows.assign(label=gpu_rows.chapter.astype(str) + ". " + gpu_rows.label)
     labels = list(dict.fromkeys(gpu_rows.label))
     gpus = sorted(gpu_rows.device.unique())
     marks = source_marks()
+    marked = {lab: gpu_rows.loc[gpu_rows.label == lab, "kernel"].iloc[0] for lab in labels}
+    marked = {lab: k for lab, k in marked.items() if k in marks}
+    names = [wrap(lab + (" ◆" if lab in marked else ""), 36) for lab in labels]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8.5, 0.36 * len(labels) + 1.4))
+        fig, ax = plt.subplots(figsize=(STYLE["figure.figsize"][0], 0.36 * len(labels) + 2.0))
         height, handles = 0.8 / len(gpus), []
         for g, gpu in enumerate(gpus):
             sub = gpu_rows[gpu_rows.device == gpu].set_index("label")
@@ -407,28 +445,28 @@ def ladder_plot(df: pd.DataFrame):
             ax.barh(y, sub.pct_of_cublas, height=height, color=colors, alpha=1.0 - 0.45 * g,
                     hatch=("", "///", "...", "xx")[g % 4], edgecolor="white", lw=0)
             for yy, (lab, r) in zip(y, sub.iterrows()):
-                ax.annotate(f"{r.pct_of_cublas:.1f}", (r.pct_of_cublas, yy), xytext=(3, 0),
-                            textcoords="offset points", va="center", fontsize=8)
+                ax.annotate(f"{r.pct_of_cublas:.1f}", (1.0, yy), xycoords=("axes fraction", "data"),
+                            xytext=(6 + 30 * g, 0), textcoords="offset points", va="center",
+                            fontsize=8, color="0.2" if g == 0 else "0.45", annotation_clip=False)
+            ax.annotate(results.short_name(gpu), (1.0, 1.0), xycoords="axes fraction",
+                        xytext=(6 + 30 * g, 2), textcoords="offset points", va="bottom",
+                        fontsize=8, color="0.2" if g == 0 else "0.45")
             handles.append(Patch(fc="0.4", alpha=1.0 - 0.45 * g, hatch=("", "///", "...", "xx")[g % 4],
                                  label=gpu))
-        right = max(110, 1.08 * gpu_rows.pct_of_cublas.max())  # tensor cores pass 100%
-        for lab in labels:
-            kernel = gpu_rows.loc[gpu_rows.label == lab, "kernel"].iloc[0]
-            if kernel in marks:
-                ax.annotate("◆ " + marks[kernel], (right - 1, labels.index(lab) + 0.4 - height / 2),
-                            va="center", ha="right", fontsize=8, color="firebrick")
+        right = max(110, 1.05 * gpu_rows.pct_of_cublas.max())  # tensor cores pass 100%
         ax.axvline(100, color="k", lw=1)
-        ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], labels, fontsize=9)
+        ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], names, fontsize=8.5)
         ax.set_ylim(len(labels) - 0.1, -0.3)  # first chapter on top, no empty rows
         ax.set_xlim(0, right)
         ax.grid(axis="y", visible=False)
-        ax.set_xlabel("% of cuBLAS SGEMM at n = 4096 (timed in the same run)")
-        ax.set_title("Every kernel of the book at n = 4096, coloured by chapter\n(◆: what source "
-                     "003 reported for the same kernel, on its own GPU)", fontsize=10)
+        ax.set_xlabel("% of cuBLAS SGEMM at n = 4096\n(chapter 0's record for each GPU)")
+        source = "; ".join(marks[k].removeprefix("source 003, ") for k in marked.values())
+        ax.set_title("Every kernel of the book at n = 4096, coloured by chapter\n" + wrap(
+            f"◆ source 003 timed the same kernel, each on its own GPU: {source}", 80), fontsize=9)
         fig.tight_layout()
         fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=9)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFrame:
@@ -507,40 +545,55 @@ def roofline_traffic(df: pd.DataFrame, n: int = 4096):
 
 def roofline_plot(df: pd.DataFrame, traffic: pd.DataFrame, device: str):
     """GFLOP/s against FLOPs per DRAM byte (filled) and per byte read from L2 (hollow), for one
-    GPU, under its measured FMA peak and copy bandwidth."""
+    GPU, under its measured FMA peak and copy bandwidth: small multiples, one panel per kernel
+    family (chapter) in its colour, every other kernel in grey underneath; each chapter's
+    fastest kernel ringed and named in its panel's title."""
+    from matplotlib.lines import Line2D
     d = intensity(df, traffic, device)
     peak, bw = ceilings_of(device)
+    d = d.assign(family=d.chapter.where(d.chapter != CUBLAS_RUNG, 0).astype(int))
+    families = sorted(d.family.unique())
+    cols = 3
+    rows = -(-len(families) // cols)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8.5, 6.2))
+        fig, axes = plt.subplots(rows, cols, figsize=(STYLE["figure.figsize"][0], 2.45 * rows + 1.6),
+                                 sharex=True, sharey=True, squeeze=False)
         x = np.logspace(-1, 3.5, 200)
-        ax.plot(x, np.minimum(peak, bw * x), color="0.3", lw=1.2)
-        ax.annotate(f"FP32 FMA peak (measured): {peak:,.0f} GFLOP/s", (peak / bw, peak),
-                    xytext=(4, 3), textcoords="offset points", fontsize=8)
-        ax.annotate(f"DRAM: copy bandwidth (measured), {bw:,.0f} GB/s", (0.5, bw * 0.5),
-                    xytext=(6, -4), textcoords="offset points", fontsize=8, va="top")
-        d = d.assign(family=d.chapter.where(d.chapter != CUBLAS_RUNG, 0).astype(int))
-        for family, group in d.groupby("family", sort=True):
+        for ax, family in zip(axes.flat, families):
             name, color = FAMILIES[family]
-            ax.plot(group.ai_dram, group.gflops, "o", color=color, ms=6)
-            ax.plot(group.ai_l2, group.gflops, "o", mfc="none", color=color, ms=6)
+            ax.plot(x, np.minimum(peak, bw * x), color="0.3", lw=1.0)
+            ax.plot(d.ai_dram, d.gflops, "o", color=GREY, ms=3, zorder=1)
+            group = d[d.family == family]
             for r in group.itertuples():
-                ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.5)
-            best = group.loc[group.gflops.idxmax()]  # each chapter's fastest: ringed, named below
-            ax.plot(best.ai_dram, best.gflops, "o", color=color, ms=11, mec="k", mew=1.2,
-                    label=f"{name}: {best.label}" if family == 0
-                    else f"{family}. {name}, fastest: {best.label}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("arithmetic intensity: FLOPs per byte (filled: DRAM bytes; hollow: bytes "
-                      "read from L2)")
-        ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"Roofline at n = 4096, {device}: ncu's byte counts, measured ceilings\n"
-                     "(ringed: each chapter's fastest kernel, named below)", fontsize=10)
+                ax.plot([r.ai_l2, r.ai_dram], [r.gflops, r.gflops], color=color, lw=0.6, alpha=0.6)
+            ax.plot(group.ai_dram, group.gflops, "o", color=color, ms=4.5, zorder=3)
+            ax.plot(group.ai_l2, group.gflops, "o", mfc="none", color=color, ms=4.5, zorder=3)
+            best = group.loc[group.gflops.idxmax()]
+            ax.plot(best.ai_dram, best.gflops, "o", color=color, ms=9, mec="k", mew=1.1, zorder=4)
+            head = "cuBLAS" if family == 0 else f"{family}. {name}"
+            what = best.label if family == 0 else f"fastest: {best.label}"
+            ax.set_title(f"{head}\n{wrap(what, 30)}", fontsize=8, loc="left")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.tick_params(labelsize=8)
+        for ax in list(axes.flat)[len(families):]:
+            ax.axis("off")
+        fig.supxlabel("arithmetic intensity: FLOPs per byte", fontsize=9.5)
+        fig.supylabel("GFLOP/s", fontsize=9.5)
+        fig.suptitle(f"Roofline at n = 4096, {device}: ncu's byte counts under the measured\n"
+                     f"FP32 FMA peak ({peak:,.0f} GFLOP/s) and copy bandwidth ({bw:,.0f} GB/s)",
+                     fontsize=10)
         fig.tight_layout()
-        legend_below(fig, ax, ncol=1, fontsize=8.5, title="kernel family (chapter), ringed: its "
-                     "fastest kernel", title_fontsize=8.5)
+        key = [Line2D([], [], ls="none", marker="o", color="0.3", label="FLOPs per DRAM byte"),
+               Line2D([], [], ls="none", marker="o", mfc="none", color="0.3",
+                      label="FLOPs per byte read from L2"),
+               Line2D([], [], ls="none", marker="o", ms=9, mec="k", color="0.6",
+                      label="the chapter's fastest kernel"),
+               Line2D([], [], ls="none", marker="o", ms=3, color=GREY,
+                      label="the other chapters' kernels")]
+        fig.legend(handles=key, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=8.5)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 LADDER_CELL = re.compile(r"^from book import ladder\nladder\.so_far\((\d+)\)$")

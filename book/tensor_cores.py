@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .harness.plots import FAMILIES, STYLE
+from .harness.plots import FAMILIES, STYLE, check_readable
 from .harness.check import random_inputs
 from .launch.runtime import BACKEND, cupy, load_kernel, to_device, to_host, xp
 from .launch.wgmma import OPTIONS
@@ -74,7 +74,8 @@ def split_picture(a: float = np.pi, b: float = 1 / 3):
     small x small, about 2^-22 of the product."""
     la, lb = split_layout(a), split_layout(b)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(2, 1, figsize=(7.2, 5.4), gridspec_kw={"height_ratios": [1.3, 2]})
+        fig, axes = plt.subplots(2, 1, figsize=(STYLE["figure.figsize"][0], 5.6),
+                                 gridspec_kw={"height_ratios": [1.3, 2]})
         ax = axes[0]
         ax.set_title(f"a = {la['x']:.9g} as float32: 24 significant bits, split into two TF32 "
                      f"numbers", fontsize=9)
@@ -88,7 +89,7 @@ def split_picture(a: float = np.pi, b: float = 1 / 3):
                 ax.add_patch(Rectangle((i + 0.05, r + 0.1), 0.9, 0.8, fill=inside, fc=color,
                                        alpha=0.85 if inside else 1.0, ec="0.8", lw=0.5))
                 if i in ones:
-                    ax.text(i + 0.5, r + 0.5, "1", ha="center", va="center", fontsize=7,
+                    ax.text(i + 0.5, r + 0.5, "1", ha="center", va="center", fontsize=8,
                             color="w" if inside else "k")
             ax.text(-0.3, r + 0.5, name, ha="right", va="center", fontsize=8.5)
         ax.axvline(11, color="k", lw=1, ls="--")
@@ -115,12 +116,12 @@ def split_picture(a: float = np.pi, b: float = 1 / 3):
         ax.set_ylim(len(names) - 0.5, -1.0)
         ax.set_xlim(-30, 3)
         ax.set_xlabel("size of the term relative to a b (log2; longer is larger)")
-        ax.set_title(f"The four products of a b's parts (b = {lb['x']:.9g}): 3xTF32 computes "
+        ax.set_title(f"The four products of a b's parts (b = {lb['x']:.9g}):\n3xTF32 computes "
                      f"three on the tensor cores", fontsize=9)
         ax.grid(axis="y", visible=False)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def split_product(a: np.ndarray, b: np.ndarray, terms: int = 3) -> np.ndarray:
@@ -162,7 +163,8 @@ def fragment_picture(lane: int = 0):
     lanes = fragment_lanes()
     cmap = plt.get_cmap("tab10")
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 3, figsize=(8.4, 3.6), gridspec_kw={"width_ratios": [8, 8, 8]})
+        fig, axes = plt.subplots(1, 3, figsize=(STYLE["figure.figsize"][0], 4.4),
+                                 gridspec_kw={"width_ratios": [8, 8, 8]})
         for ax, name, title in zip(axes, "ABC", ("A: 16 x 8 (row-major)", "B: 8 x 8 (column-major)",
                                                  "C and D: 16 x 8")):
             m = lanes[name].to_numpy()
@@ -171,23 +173,23 @@ def fragment_picture(lane: int = 0):
                 ax.add_patch(Rectangle((c, r), 1, 1, fc=cmap(who // 4 % 10), alpha=0.45,
                                        ec="k" if who == lane else "white",
                                        lw=1.6 if who == lane else 0.5, zorder=2 if who == lane else 1))
-                ax.text(c + 0.5, r + 0.5, str(who), ha="center", va="center", fontsize=6.5)
+                ax.text(c + 0.5, r + 0.5, str(who), ha="center", va="center", fontsize=8)
             ax.set_xlim(0, cols)
             ax.set_ylim(16, 0)  # one scale for all: B's 8 rows at the top
             ax.set_aspect("equal")
             ax.xaxis.tick_top()
             for side in ax.spines.values():
                 side.set_visible(False)
-            ax.set_xticks(np.arange(cols) + 0.5, [str(c) for c in range(cols)], fontsize=6.5)
-            ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=6.5)
+            ax.set_xticks(np.arange(cols) + 0.5, [str(c) for c in range(cols)], fontsize=8)
+            ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=8)
             ax.tick_params(length=0)
             ax.grid(False)
             ax.set_title(title, fontsize=9)
-        fig.suptitle(f"The lane of the warp that holds each element (colour: its quad g = lane / 4; "
+        fig.suptitle(f"The lane of the warp that holds each element\n(colour: its quad g = lane / 4; "
                      f"outlined: lane {lane})", fontsize=9.5)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def swizzle_offset(row: int, k: int) -> int:
@@ -218,7 +220,7 @@ def swizzle_picture(rows: int = 8):
     lay = swizzle_layout(rows)
     cmap = plt.get_cmap("tab10")
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+        fig, axes = plt.subplots(1, 2, figsize=(STYLE["figure.figsize"][0], 3.6))
         for ax, name in zip(axes, ("plain", "swizzled")):
             m = lay[name]
             for (r, slot), _ in np.ndenumerate(m):
@@ -230,18 +232,18 @@ def swizzle_picture(rows: int = 8):
             ax.set_xlim(0, 8)
             ax.set_ylim(rows, 0)
             ax.set_aspect("equal")
-            ax.set_xticks(np.arange(8) + 0.5, [str(4 * s) for s in range(8)], fontsize=7.5)
-            ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=7)
-            ax.set_xlabel("first bank of the 16-byte slot (it spans 4)", fontsize=8)
-            ax.set_ylabel("row of the tile", fontsize=8)
+            ax.set_xticks(np.arange(8) + 0.5, [str(4 * s) for s in range(8)], fontsize=8)
+            ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)], fontsize=8)
+            ax.set_xlabel("first bank of the 16-byte slot\n(it spans 4)", fontsize=8.5)
+            ax.set_ylabel("row of the tile", fontsize=8.5)
             ax.grid(False)
-            what = "row-major, no swizzle" if name == "plain" else "128-byte swizzle: slot = piece ^ (row % 8)"
+            what = "row-major, no swizzle" if name == "plain" else "128-byte swizzle:\nslot = piece ^ (row % 8)"
             ax.set_title(f"{what}\npiece 0 of {rows} rows (dark) in {len(lay['banks'][name])} of 32 banks",
                          fontsize=9)
         fig.suptitle("Where each 16-byte piece j of a row (k = 4j ... 4j + 3) is stored", fontsize=9.5)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def peaks(iters: int | None = None) -> "pd.DataFrame":
@@ -779,10 +781,10 @@ def magnitude_table(runs: dict) -> "pd.DataFrame":
 
 def magnitude_plot(df: "pd.DataFrame"):
     """One GPU's :func:`magnitudes`: relative error against the inputs' magnitude s, for the two
-    scaled families, one line per kernel."""
+    scaled families (one panel each, one above the other), one line per kernel."""
     from .harness.plots import legend_below
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+        fig, axes = plt.subplots(2, 1, figsize=(STYLE["figure.figsize"][0], 6.6))
         for ax, family in zip(axes, list(MAGNITUDE_FAMILIES)[:2]):
             part = df[df.family == family]
             for kernel, (label, color, ls, marker) in MAGNITUDE_STYLES.items():
@@ -790,13 +792,13 @@ def magnitude_plot(df: "pd.DataFrame"):
                 ax.plot(k.scale, k.rel_error, ls=ls, marker=marker, color=color, label=label)
             ax.set_xscale("log"), ax.set_yscale("log")
             ax.set_xlabel(f"s ({family})")
+            ax.set_ylabel("relative error\nagainst float64")
             ax.set_title(family, fontsize=10)
-        axes[0].set_ylabel("relative error against float64")
         fig.suptitle(f"{df.M.iloc[0]} x {df.N.iloc[0]} x {df.K.iloc[0]}, {df.device.iloc[0]}", fontsize=10)
         fig.tight_layout()
-        legend_below(fig, axes[0], ncol=4)
+        legend_below(fig, axes[0], ncol=2)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def tf32x3_suite_table(runs: dict) -> "pd.DataFrame":

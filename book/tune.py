@@ -51,14 +51,20 @@ def step_table(df: pd.DataFrame, specs, peak: float) -> pd.DataFrame:
 def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = None,
          highlight: str | None = None):
     """GFLOP/s of each kernel (rows of ``labels``: id -> text) at each size, as grouped
-    horizontal bars, with cuBLAS at each size and the FMA peak as lines."""
+    horizontal bars, with cuBLAS at each size and the FMA peak as lines; each bar's GFLOP/s in
+    a column to the right of the axes, off the bars and lines."""
+    import textwrap
+
     import matplotlib.pyplot as plt
 
-    from .harness.plots import STYLE, legend_below
+    from .harness.plots import STYLE, check_readable, legend_below
     ok = df[df.status == "ok"]
     sizes = sorted(ok.M.unique())
+    names = ["\n".join(textwrap.wrap(f"▶ {t}" if k == highlight else t, 30)) for k, t in labels.items()]
+    rows = max(n.count("\n") + 1 for n in names)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(8.5, 0.5 * len(labels) * len(sizes) / 2 + 1.8))
+        step = max(0.3 * len(sizes), 0.2 + 0.16 * rows)  # inches per kernel
+        fig, ax = plt.subplots(figsize=(STYLE["figure.figsize"][0], step * len(labels) + 1.9))
         h = 0.8 / len(sizes)
         for s, n in enumerate(sizes):
             at = ok[ok.M == n].set_index("kernel").gflops
@@ -71,21 +77,23 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
                            label=f"cuBLAS, n = {n}: {cublas:,.0f}")
             for yy, k in zip(y, labels):
                 if k in at:
-                    ax.annotate(f"{at[k]:,.0f}", (at[k], yy), xytext=(2, 0), va="center",
-                                textcoords="offset points", fontsize=7.5)
+                    ax.annotate(f"{at[k]:,.0f}", (1.0, yy), xycoords=("axes fraction", "data"),
+                                xytext=(4, 0), textcoords="offset points", va="center",
+                                fontsize=8, color=f"C{s}", annotation_clip=False)
+        ax.annotate("GFLOP/s", (1.0, 1.0), xycoords="axes fraction", xytext=(4, 2),
+                    textcoords="offset points", va="bottom", fontsize=8)
         if peak:
             ax.axvline(peak, color="0.3", ls="--", lw=1,
                        label=f"FP32 FMA peak (measured): {peak:,.0f}")
-        ticks = [(f"▶ {t}" if k == highlight else t) for k, t in labels.items()]
-        ax.set_yticks([i + h * (len(sizes) - 1) / 2 for i in range(len(labels))], ticks,
+        ax.set_yticks([i + h * (len(sizes) - 1) / 2 for i in range(len(labels))], names,
                       fontsize=8.5)
-        ax.invert_yaxis()
+        ax.set_ylim(len(labels) - h / 2 - 0.1, -h / 2 - 0.1)
         ax.set_xlabel("GFLOP/s")
         ax.set_title(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
         fig.tight_layout()
         legend_below(fig, ax, ncol=2)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def config_text(row: pd.Series) -> str:

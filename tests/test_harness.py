@@ -77,7 +77,12 @@ def test_readable_tables_round_for_a_reader_and_label_kernels():
     assert out["GFLOP/s"].tolist() == ["6,572", "50,812"]
     assert out["% of cuBLAS"].tolist() == ["12.9", "100.0"]
     assert out["relative error"].tolist() == ["1.2e-07", "3.1e-07"]
-    assert out["other"].tolist() == ["0.000123", "64,912"]
+    assert out["other"].tolist() == ["1.23e-04", "6.49e+04"]  # one format a column
+    mixed = readable(pd.DataFrame({"x": [2.0, 0.976, 0.5], "y": [2.0, 0.976, 2.62e-6]}))
+    assert mixed["x"].tolist() == ["2.000", "0.976", "0.500"]
+    assert mixed["y"].tolist() == ["2.00e+00", "9.76e-01", "2.62e-06"]
+    named = readable(pd.DataFrame({"shape": ["a", "b"], "gflops": [1.0, 2.0]}))
+    assert list(named.index) == ["a", "b"]  # a first column of names, not a 0, 1 ... index
     assert significant(float("nan")) == "--"
     assert readable(df, ["gflops"], ).shape == (2, 1)
     gaps = pd.DataFrame({"pct_of_cublas": [float("nan"), 99.44], "blocks": pd.array([None, 3], "Int64"),
@@ -89,8 +94,15 @@ def test_readable_tables_round_for_a_reader_and_label_kernels():
 
 def test_show_source_shows_a_file_or_the_part_between_two_markers():
     from book.harness.notebook import show_source
-    whole = show_source("09_sgemm.cu").data
-    assert whole.startswith("```cuda\n") and "<details>" not in whole
+    from book.harness.notebook import LISTING_OPEN, _fenced, resolve
+    lines = resolve("09_sgemm.cu").read_text().rstrip().splitlines()
+    assert len(lines) > LISTING_OPEN
+    shown = show_source("09_sgemm.cu").data  # a whole file that long: collapsed, one click away
+    whole = _fenced(lines)
+    assert shown.startswith("<details>") and whole in shown
+    short = show_source("02_naive.cu").data
+    assert len(resolve("02_naive.cu").read_text().splitlines()) <= LISTING_OPEN
+    assert short.startswith("```cuda\n") and "<details>" not in short
     part = show_source("09_sgemm.cu", "// Share p = blockIdx.x", "#if !defined(ONE_ENTRY)").data
     excerpt, rest = part.split("<details>")
     assert re.match(r"`09_sgemm.cu`, lines \d+-\d+:\n\n```cuda\n// Share p = blockIdx.x", excerpt)

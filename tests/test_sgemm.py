@@ -438,8 +438,9 @@ def test_split_k_where_tiles_are_few():
 
 
 def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
-    """The held-out and layout figures chapter 9 writes by hand (not glued) hold in each GPU's
-    files: a new run that moves them fails here, and the prose is read again."""
+    """The held-out and layout figures chapter 9 and its lab notes (L09_every_shape_notes) write
+    by hand (not glued) hold in each GPU's files: a new run that moves them fails here, and the
+    prose is read again."""
     from book.harness import results
     runs, layouts = S.recorded_heldout(), results.load_every(S.LAYOUTS_FILE)
     assert runs and layouts

@@ -104,7 +104,7 @@ def roofline(ceil: pd.DataFrame, n: int = 4096):
     intensity of reading A and B and writing C once (n / 6 FLOP/byte), and the naive kernel's
     worst case, every operand from DRAM (2 FLOPs per 8 bytes), shows where chapter 2 starts."""
     import matplotlib.pyplot as plt
-    from .plots import STYLE
+    from .plots import STYLE, check_readable
     v = dict(zip(ceil.ceiling, ceil.value))
     peak, bw, sgemm = v["fp32_fma_peak"], v["copy_bandwidth"], v["cublas_sgemm"]
     ridge = peak / bw
@@ -133,4 +133,4 @@ def roofline(ceil: pd.DataFrame, n: int = 4096):
         ax.set_title(f"The ceilings of the {ceil.attrs.get('device', {}).get('name', 'GPU')} as a roofline",
                      fontsize=10)
         plt.close(fig)
-    return fig
+    return check_readable(fig)

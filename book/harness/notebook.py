@@ -26,6 +26,10 @@ def show_device(full: bool = False):
     return Markdown(f"Running on {what}; host {d['host_cpu']}, {d['cpu_cores']} cores.")
 
 
+LISTING_OPEN = 40
+"""The longest whole file a page shows expanded; a longer one is one click away (collapsed)."""
+
+
 def show_source(filename: str, start: str | None = None, end: str | None = None, *,
                 through: str | None = None, collapsed: bool = False, whole: bool = True):
     """A kernel file from book/kernels/ as a highlighted code block (introduced in chapter 0).
@@ -34,12 +38,14 @@ def show_source(filename: str, start: str | None = None, end: str | None = None,
     the next line that contains ``end``, or up to and including the next one that contains
     ``through`` (to the end of the file without either). An excerpt names its file and lines and
     is followed by the whole file, collapsed: one click away, as ``collapsed=True`` shows a whole
-    file (``whole=False``: the excerpt alone, where another cell has the file). The excerpts are the lines that change from the previous kernel; the pictures before
+    file, and as any whole file of more than LISTING_OPEN lines is shown (``whole=False``: the
+    excerpt alone, where another cell has the file). The excerpts are the lines that change from the previous kernel; the pictures before
     them show the idea."""
     from IPython.display import Markdown
     lines = resolve(filename).read_text().rstrip().splitlines()
-    if start is None:
+    if start is None:  # (a whole file of more than LISTING_OPEN lines is collapsed: excerpt it)
         body = _fenced(lines)
+        collapsed = collapsed or len(lines) > LISTING_OPEN
         return Markdown(_collapsed(filename, body, len(lines)) if collapsed else body)
     first, last = _excerpt(filename, lines, start, end, through)
     excerpt = textwrap.dedent("\n".join(lines[first:last])).splitlines()

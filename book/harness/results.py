@@ -10,6 +10,8 @@ the chapter loads what was recorded on a real GPU and says so.
 """
 from __future__ import annotations
 
+import re
+
 import json
 import os
 from pathlib import Path
@@ -63,6 +65,14 @@ def _save(df: pd.DataFrame, chapter: str) -> Path:
     path = folder / f"{chapter}.csv"
     df.to_csv(path, index=False, float_format="%.6g")
     return path
+
+
+def short_name(device: str) -> str:
+    """A GPU's name as a table's header or a sentence gives it: "NVIDIA H100 80GB HBM3" -> "H100",
+    "NVIDIA GeForce RTX 4090" -> "GeForce RTX 4090" (the vendor, memory size and kind dropped)."""
+    words = [w for w in device.removeprefix("NVIDIA ").replace("-", " ").split()
+             if not re.fullmatch(r"\d+GB|HBM\d*e?|PCIe|SXM\d*|NVL", w, re.I)]
+    return " ".join(words) or device
 
 
 def load_device(gpu: str) -> dict:
@@ -122,7 +132,8 @@ def recorded_or_none(name: str, found: str, missing: str) -> pd.DataFrame | None
 
 def live_or_recorded(df: pd.DataFrame | None, chapter: str) -> pd.DataFrame:
     """On a GPU: save these live measurements and return them. Without one, or where the GPU
-    could not measure them (``df`` None): the recorded ones."""
+    could not measure them (``df`` None): the recorded ones. Either way at the reference size
+    (:func:`over_reference`) each % of cuBLAS divides by the GPU's one cuBLAS record."""
     if BACKEND == "gpu" and df is not None:
         if df.empty:  # nothing of it runs on this GPU (the chapter printed which and why)
             df.attrs.update(source=f"nothing measured on {device_report()['name']}",
@@ -132,11 +143,50 @@ def live_or_recorded(df: pd.DataFrame | None, chapter: str) -> pd.DataFrame:
             _save(df, chapter)
         df.attrs.update(source=f"measured in this run on {device_report()['name']}, {df['date'].iloc[0]}",
                         device=device_report())
-        return df
+        return over_reference(df)
     recorded = load(chapter)
     why = "No GPU here" if BACKEND != "gpu" else "Not measured on this GPU"
     print(f"{why}: the figures below use results {recorded.attrs['source']}.")
-    return recorded
+    return over_reference(recorded)
+
+
+REFERENCE_N = 4096
+"""The size of the book's headline figures (the ladder's): there, every % of cuBLAS divides by
+one cuBLAS figure per GPU, chapter 0's measurement (:func:`cublas_reference`)."""
+
+
+def cublas_reference(device: str, n: int = REFERENCE_N) -> float | None:
+    """Chapter 0's cuBLAS SGEMM GFLOP/s at n x n x n for ``device`` (a GPU's name or results
+    folder), or None where it holds none: the one figure every % of cuBLAS at n divides by, in
+    the ladder, the chapters' tables and their prose (a run's own cuBLAS moves by a few percent
+    from run to run)."""
+    folder = device if (RESULTS / device).is_dir() else gpu_slug(device)
+    try:
+        c = load("00_ceilings", folder)
+    except FileNotFoundError:
+        return None
+    row = c[(c.ceiling == "cublas_sgemm") & (c.n == n)]
+    return float(row.value.iloc[0]) if len(row) else None
+
+
+def over_reference(df: pd.DataFrame, n: int = REFERENCE_N) -> pd.DataFrame:
+    """``df`` with 'pct_of_cublas' of its n x n x n rows taken over :func:`cublas_reference` of
+    their device (where one is recorded): the number the ladder prints for the same kernel. Other
+    sizes keep the cuBLAS timed in the same run; the results files keep what was measured."""
+    needed = {"gflops", "pct_of_cublas", "M", "N", "K", "device"}
+    if not needed <= set(df.columns):
+        return df
+    at = (df.M == n) & (df.N == n) & (df.K == n)
+    if not at.any():
+        return df
+    out = df.copy()
+    for device in out.loc[at, "device"].unique():
+        ref = cublas_reference(device, n)
+        if ref:
+            rows = at & (out.device == device)
+            out.loc[rows, "pct_of_cublas"] = 100.0 * out.loc[rows, "gflops"] / ref
+    out.attrs = dict(df.attrs)
+    return out
 
 
 def save_figure(fig, name: str) -> None:

@@ -3,7 +3,7 @@
 :func:`readable` is the one helper every chapter's results table goes through. Known columns get
 a header with their unit and a rounding (GFLOP/s and GB/s as integers, percentages to one
 decimal, errors to two significant digits); any other float column keeps three significant
-digits. Rows indexed by kernel id are relabelled with the kernel's label (from a ``label``
+digits, in one format for the whole column (:func:`column_format`). Rows indexed by kernel id are relabelled with the kernel's label (from a ``label``
 column, or ``labels=book.registry.LABELS``).
 """
 from __future__ import annotations
@@ -82,18 +82,39 @@ def significant(x, digits: int = 3) -> str:
 
 
 def _format(column: pd.Series, kind: str, digits: int = 3) -> pd.Series:
+    """One number format for the whole column, so that its values line up and compare."""
     if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return column.astype(object).where(column.notna(), "--")
     if kind == "integer":
-        return column.map(lambda x: f"{x:,.0f}" if pd.notna(x) and np.isfinite(x) else "--")
+        return _each(column, "{:,.0f}")
     if kind == "percent":
-        return column.map(lambda x: f"{x:.1f}" if pd.notna(x) and np.isfinite(x) else "--")
+        return _each(column, "{:.1f}")
     if kind == "error":
-        return column.map(lambda e: significant(e, 2))
+        return _each(column, "{:.1e}")
     if pd.api.types.is_integer_dtype(column):
-        return column.map(lambda x: f"{x:,}" if pd.notna(x) and abs(x) >= 10_000 else
-                          str(x) if pd.notna(x) else "--")
-    return column.map(lambda x: significant(x, digits))
+        return _each(column, "{:,}")
+    return _each(column, column_format(column, digits))
+
+
+def column_format(column: pd.Series, digits: int = 3) -> str:
+    """The one format of a float column: whole numbers with thousands separators where every
+    value is one or is 100 or more; else fixed decimals, as many as give its smallest value
+    ``digits`` significant digits (at most 6), where its values span at most four decades;
+    else scientific notation with ``digits`` significant digits."""
+    values = np.abs(column[pd.notna(column)].to_numpy(dtype=float))
+    values = values[np.isfinite(values)]
+    nonzero = values[values > 0]
+    if not len(nonzero) or (values == np.round(values)).all() or nonzero.min() >= 100:
+        return "{:,.0f}"
+    low, high = nonzero.min(), nonzero.max()
+    if low >= 1e-3 and high / low <= 1e4:
+        decimals = int(min(6, max(0, digits - 1 - np.floor(np.log10(low)))))
+        return "{:,.%df}" % decimals
+    return "{:.%de}" % (digits - 1)
+
+
+def _each(column: pd.Series, fmt: str) -> pd.Series:
+    return column.map(lambda x: fmt.format(x) if pd.notna(x) and np.isfinite(x) else "--")
 
 
 def readable(df: pd.DataFrame, columns: list[str] | None = None,
@@ -118,6 +139,9 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
     out = out.rename(columns=COLUMNS).rename_axis(columns=None)
     for name in out.columns:
         out[name] = _format(out[name], _kind(str(name)), digits)
+    if (isinstance(out.index, pd.RangeIndex) and len(out.columns) > 1
+            and not pd.api.types.is_numeric_dtype(df[df.columns[0]] if not columns else df[columns[0]])):
+        out = out.set_index(out.columns[0])  # (a 0, 1, 2 ... index means nothing to a reader)
     if out.index.nlevels == 1 and out.index.name:  # one header row: the index's name at its left
         out = out.rename_axis(index=None, columns=out.index.name)
     return out

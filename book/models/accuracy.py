@@ -134,45 +134,66 @@ def same_curves(df: pd.DataFrame, rtol: float = 0.01) -> dict[tuple, list[tuple]
 
 
 def accuracy_plot(df: pd.DataFrame, *, title: str, threshold: float | None = None):
-    """Relative error against K, one panel per input kind; dashed lines: compiled --fmad=false.
-    Kernels whose errors are the same share one line and one legend entry ("a = b"); the legend
-    sits under the panels."""
-    from ..harness.plots import legend_below
+    """Relative error against K, one panel per input kind (one above the other); dashed lines:
+    compiled --fmad=false. Kernels whose errors are the same share one line and one legend entry
+    ("a = b"); the legend sits under the panels. The float32 floor, the unit roundoff and the
+    ``threshold`` are reference lines named in the right margin. Where there are more than
+    :data:`~book.harness.plots.MAX_SERIES` curves, the newest chapter's kernels and cuBLAS are
+    drawn in colour and the others in grey underneath, named in the margin."""
+    from ..harness.plots import (GREY, LABEL_GREY, MAX_SERIES, chapter_of, check_readable,
+                                 direct_labels, wrap)
     with plt.rc_context(STYLE):
         kinds = list(dict.fromkeys(df.kind))
-        fig, axes = plt.subplots(1, len(kinds), figsize=(9, 4.4), sharey=True, squeeze=False)
+        fig, axes = plt.subplots(len(kinds), 1, figsize=(STYLE["figure.figsize"][0], 1.6 + 3.0 * len(kinds)),
+                                 sharex=True, squeeze=False)
+        axes = axes[:, 0]
         groups = same_curves(df)
         suffix = {"False": ", --fmad=false", "True": ""}
         names = {key: df[df.kernel == key[0]].label.iloc[0] + suffix.get(key[1], "")
                  for members in groups.values() for key in members}
-        colors = {}
-        for ax, kind in zip(axes[0], kinds):
+        shown = set(groups)
+        if len(groups) > MAX_SERIES:
+            chapter = {key: chapter_of(key[0]) for key in groups}
+            newest = max(chapter.values())
+            shown = [key for key in groups if chapter[key] in (newest, 0)][:MAX_SERIES]
+        colors, margins = {}, []
+        for ax, kind in zip(axes, kinds):
             here = df[df.kind == kind]
             floor = here[here.kernel == FLOOR]
+            items = []
             if len(floor):
-                ax.plot(floor.K, floor.rel_error, color="0.55", lw=3, alpha=0.6,
-                        label=floor.label.iloc[0])
+                ax.plot(floor.K, floor.rel_error, color="0.55", lw=3, alpha=0.6, zorder=1)
+                items.append((floor.rel_error.iloc[-1], wrap(floor.label.iloc[0], 22), LABEL_GREY))
             for (kernel, fmad), members in groups.items():
                 d = here[(here.kernel == kernel) & (here.fmad == fmad)]
+                name = " = ".join(names[m] for m in members)
+                if (kernel, fmad) not in shown:
+                    ax.plot(d.K, d.rel_error, color=GREY, lw=1.3, zorder=1, label="_" + name,
+                            ls="--" if fmad == "False" else "-")
+                    items.append((d.rel_error.iloc[-1], wrap(name, 22), LABEL_GREY))
+                    continue
                 color = colors.setdefault(kernel, f"C{len(colors)}" if kernel != "cublas" else "k")
                 style = {"ls": "--", "marker": "x"} if fmad == "False" else {"marker": "o"}
-                ax.plot(d.K, d.rel_error, color=color, label=" = ".join(names[m] for m in members),
-                        **style)
+                ax.plot(d.K, d.rel_error, color=color, label=name, zorder=3, **style)
             ax.axhline(UNIT_ROUNDOFF, color="0.35", lw=1, ls=":")
-            ax.annotate("float32 unit roundoff $u = 2^{-24}$", (0.01, UNIT_ROUNDOFF),
-                        xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+            items.append((UNIT_ROUNDOFF, "float32 unit\nroundoff $u = 2^{-24}$", LABEL_GREY))
             if threshold:
                 ax.axhline(threshold, color="0.35", lw=1, ls="-.")
-                ax.annotate(f"source 004's target, {threshold:g}", (0.01, threshold),
-                            xycoords=("axes fraction", "data"), va="bottom", fontsize=8, color="0.25")
+                items.append((threshold, f"source 004's\ntarget, {threshold:g}", LABEL_GREY))
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-            ax.set_xlabel("K (terms in each dot product)")
             lo, hi = KINDS[kind]
             ax.set_title(f"{kind} inputs, uniform in [{lo:g}, {hi:g})", fontsize=10)
-        axes[0][0].set_ylabel("relative error ||C - C64|| / ||C64||")
+            ax.set_ylabel("relative error\n||C - C64|| / ||C64||")
+            margins.append(items)
+        axes[-1].set_xlabel("K (terms in each dot product)")
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
-        legend_below(fig, axes[0][0], ncol=1, fontsize=8)
+        for ax, items in zip(axes, margins):
+            direct_labels(ax, items)
+        fig.tight_layout()
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=1,
+                   fontsize=8)
         plt.close(fig)
-    return fig
+    return check_readable(fig)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..harness.plots import STYLE
+from ..harness.plots import STYLE, check_readable
 
 BANKS = 32
 WARP = 32
@@ -68,20 +68,22 @@ def bank_picture(tile: int = 32):
     """One strip per access: the bank each of the warp's 32 lanes hits, coloured by bank."""
     patterns = tile_patterns(tile)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(patterns), 1, figsize=(9, 0.9 * len(patterns) + 0.6))
+        fig, axes = plt.subplots(len(patterns), 1, figsize=(STYLE["figure.figsize"][0],
+                                                            0.95 * len(patterns) + 0.7))
         for ax, (name, words) in zip(axes, patterns.items()):
             banks = words % BANKS
-            ax.imshow(banks[None, :], cmap="hsv", vmin=0, vmax=BANKS, aspect="auto")
+            ax.imshow(banks[None, :], cmap="hsv", vmin=0, vmax=BANKS, aspect="auto", alpha=0.6)
             for lane, bank in enumerate(banks):
-                ax.text(lane, 0, str(bank), ha="center", va="center", fontsize=6.5)
+                ax.text(lane, 0, str(bank), ha="center", va="center", fontsize=8)
             ax.set_yticks([])
             ax.set_xticks(range(0, WARP, 4))
+            ax.tick_params(axis="x", labelsize=8)
             ax.grid(False)
-            ax.set_title(f"{name} -- {int(degree(words))}-way", fontsize=8.5, loc="left")
+            ax.set_title(f"{name} -- {int(degree(words))}-way", fontsize=9, loc="left")
         axes[-1].set_xlabel(f"lane of warp 0 (block {tile}x{tile}); number in cell = bank")
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def stride_sweep(strides=range(1, 34), iters: int | None = None) -> pd.DataFrame:
@@ -175,4 +177,4 @@ def stride_plot(df: pd.DataFrame):
                      fontsize=10)
         ax.legend(loc="upper left")
         plt.close(fig)
-    return fig
+    return check_readable(fig)

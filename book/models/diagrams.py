@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from ..harness.measure import padded_length
-from ..harness.plots import STYLE
+from ..harness.plots import STYLE, check_readable, wrap
 from ..registry import ceil_div
 from .banks import BANKS, degree, store_words, tile_lanes
 from .coalescing import FLOAT, SECTOR_BYTES, WARP, sectors, thread_coordinates
@@ -69,10 +69,11 @@ def thread_map(spec, M: int = 40, N: int = 56):
         (lay["grid"][1] * spec.tile[0], lay["grid"][0] * spec.tile[1]) if spec.mapping == "tile"
         else (lay["grid"][0] * spec.tile[0], lay["grid"][1] * spec.tile[1]))
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(7.5, 7.5 * rows / cols + 0.8))
+        width = STYLE["figure.figsize"][0]
+        fig, ax = plt.subplots(figsize=(width, width * rows / cols + 1.2))
         _cells(ax, rows, cols, f"{spec.label}: C is {M} x {N}; grid {lay['grid'][0]} x "
                                f"{lay['grid'][1]} blocks of {spec.block[0]} x {spec.block[1]} threads"
-                               f"\ncolour = block; red = the 32 threads of warp 0; hatched: "
+                               f"\ncolour = block; red = the 32 threads of warp 0;\nhatched: "
                                f"{lay['idle_threads']} threads outside C, which return at once")
         ax.imshow(np.where(lay["owner"] < 0, np.nan, lay["owner"] % 10), cmap="tab10", vmin=0,
                   vmax=10, alpha=0.55, extent=(0, N, M, 0), interpolation="nearest")
@@ -91,7 +92,7 @@ def thread_map(spec, M: int = 40, N: int = 56):
                                        " (threadIdx.x runs down the rows)"
                                        if spec.mapping == "tile_xrows" else ""))
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 # Chapter 3: the 32-byte sectors one warp's loads touch ------------------------------------------
@@ -110,7 +111,8 @@ def sector_map(*specs, M: int = 32, N: int = 32, K: int = 32, k: int = 0):
     per = SECTOR_BYTES // FLOAT
     colors = plt.matplotlib.colors.ListedColormap(["white", "#fdd0a2", HIGHLIGHT])
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(specs), 2, figsize=(8, 3.9 * len(specs)), squeeze=False)
+        fig, axes = plt.subplots(len(specs), 2, figsize=(STYLE["figure.figsize"][0], 3.6 * len(specs)),
+                                 squeeze=False)
         for row, spec in zip(axes, specs):
             lay = sector_layout(spec, M, N, K, k)
             for ax, name, cols, rows in ((row[0], "A", K, M), (row[1], "B", N, K)):
@@ -126,11 +128,11 @@ def sector_map(*specs, M: int = 32, N: int = 32, K: int = 32, k: int = 0):
                     ax.axvline(x, color="0.6", lw=0.6)
                 for y in range(rows + 1):
                     ax.axhline(y, color="0.85", lw=0.3)
-        fig.suptitle(f"warp 0 at k = {k}: red, the floats it reads; orange, the rest of each "
+        fig.suptitle(f"warp 0 at k = {k}: red, the floats it reads;\norange, the rest of each "
                      "32-byte sector it touches", fontsize=9.5)
-        fig.tight_layout(rect=(0, 0, 1, 0.97))
+        fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 # Chapter 4: tiles moving along K through shared memory ------------------------------------------
@@ -151,22 +153,23 @@ def tile_walk(spec, M: int = 64, N: int = 64, K: int = 80, block: tuple[int, int
     lay = tile_layout(spec, M, N, K, block)
     colors = plt.cm.viridis(np.linspace(0.15, 0.9, lay["steps"]))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 3, figsize=(10, 3.9), gridspec_kw={"width_ratios": [K, N, N]})
+        fig, axes = plt.subplots(1, 3, figsize=(STYLE["figure.figsize"][0], 3.6),
+                                 gridspec_kw={"width_ratios": [K, N, N]})
         for ax, name, shape in zip(axes, "ABC", ((M, K), (K, N), (M, N))):
             _cells(ax, *shape, f"{name} ({shape[0]} x {shape[1]})")
             _box(ax, 0, 0, shape[1], shape[0], ec="0.5")
         for s, (ra, rb) in enumerate(zip(lay["A"], lay["B"])):
             for ax, (r, c, h, w) in ((axes[0], ra), (axes[1], rb)):
                 _box(ax, c, r, w, h, fill=True, fc=colors[s], ec="k", alpha=0.8)
-                ax.text(c + w / 2, r + h / 2, str(s), ha="center", va="center", fontsize=8, color="w")
+                ax.text(c + w / 2, r + h / 2, str(s), ha="center", va="center", fontsize=9, color="w")
         r, c, h, w = lay["C"]
         _box(axes[2], c, r, w, h, fill=True, fc=HIGHLIGHT, alpha=0.7)
         fig.suptitle(f"{spec.label}: block (x={block[1]}, y={block[0]}) computes the red tile of C "
                      f"in {lay['steps']} steps along K = {K};\nstep s stages tile s of A and of B in "
-                     "shared memory, then every thread runs its k loop over them", fontsize=9.5)
+                     "shared memory,\nthen every thread runs its k loop over them", fontsize=9.5)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 # Chapter 5: which bank each lane hits ------------------------------------------------------------
@@ -181,29 +184,44 @@ def bank_layout(spec, warp: int = 0) -> dict:
 
 
 def bank_map(*specs, warp: int = 0):
-    """The shared A tile of each kernel as words coloured by bank, side by side; the lanes of
-    one warp's store written in where they store."""
+    """The shared A tile of each kernel as words coloured by bank, side by side; the words of
+    one warp's store outlined in full colour, with the lane storing each written in (every 4th
+    lane where the cells are too small for all of them)."""
+    cmap = plt.get_cmap("hsv")
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(specs), figsize=(4.6 * len(specs), 5.2), squeeze=False)
-        for ax, spec in zip(axes[0], specs):
-            lay = bank_layout(spec, warp)
+        fig, axes = plt.subplots(1, len(specs), figsize=(STYLE["figure.figsize"][0], 4.8),
+                                 squeeze=False)
+        lays = [bank_layout(spec, warp) for spec in specs]
+        for ax, spec, lay in zip(axes[0], specs, lays):
             rows, width = lay["rows"], lay["row_words"]
             _cells(ax, rows, width, f"{spec.label}\n[{rows}][{width}] words; warp {warp}'s store: "
                                     f"{lay['degree']}-way")
             banks = (np.arange(rows * width) % BANKS).reshape(rows, width)
-            ax.imshow(banks, cmap="hsv", vmin=0, vmax=BANKS, alpha=0.35,
+            ax.imshow(banks, cmap=cmap, vmin=0, vmax=BANKS, alpha=0.25,
                       extent=(0, width, rows, 0), interpolation="nearest")
-            for lane, word in enumerate(lay["words"]):
+            for word in lay["words"]:
                 r, c = divmod(int(word), width)
-                ax.text(c + 0.5, r + 0.5, str(lane), ha="center", va="center", fontsize=5.5)
-                _box(ax, c, r, 1, 1, ec="k", lw=0.8)
+                _box(ax, c, r, 1, 1, fill=True, fc=cmap(int(word) % BANKS / BANKS), ec="k", lw=0.8)
             if width > rows:
                 ax.axvline(rows, color="k", lw=1.5, ls="--")
-        fig.suptitle("The A tile in shared memory, coloured by bank (word % 32); numbers: the "
-                     "lane storing each word (dashed: the padding column)", fontsize=9.5)
-        fig.tight_layout(rect=(0, 0, 1, 0.95))
+        fig.suptitle("The A tile in shared memory, coloured by bank (word % 32); boxed: the words "
+                     f"warp {warp} stores,\nin full colour; numbers: LANES (dashed: the padding "
+                     "column)", fontsize=9.5)
+        fig.tight_layout()
+        cell = min(ax.get_window_extent().width / lay["row_words"] for ax, lay in zip(axes[0], lays))
+        every = 1 if cell >= 18 else 4  # a two-digit number at 8 pt needs about 15 px
+        for ax, lay in zip(axes[0], lays):
+            for lane, word in enumerate(lay["words"]):
+                if lane % every == 0:
+                    r, c = divmod(int(word), lay["row_words"])
+                    ax.text(c + (1.15 if every > 1 else 0.5), r + 0.5, str(lane),
+                            ha="left" if every > 1 else "center", va="center", fontsize=8,
+                            fontweight="bold" if every > 1 else "normal")
+        title = fig._suptitle
+        title.set_text(title.get_text().replace("LANES", "the lane storing each word" if every == 1
+                                                 else "every 4th lane, beside the word it stores"))
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 # Chapter 6: a thread's register tile inside the block tile --------------------------------------
@@ -226,7 +244,7 @@ def register_tile(spec, thread: int = 0):
     lay = register_layout(spec, thread)
     bm, bn, bk = lay["BM"], lay["BN"], lay["BK"]
     with plt.rc_context(STYLE):
-        fig, grid = plt.subplots(2, 2, figsize=(7.5, 7.5), gridspec_kw={
+        fig, grid = plt.subplots(2, 2, figsize=(STYLE["figure.figsize"][0], 6.9), gridspec_kw={
             "width_ratios": [bk, bn], "height_ratios": [bk, bm]})
         grid[0, 0].axis("off")
         a, b, c = grid[1, 0], grid[0, 1], grid[1, 1]
@@ -248,7 +266,7 @@ def register_tile(spec, thread: int = 0):
                      f"({lay['shared_loads_per_fma']:.2f} shared loads per FMA)", fontsize=9.5)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 # Chapter 7: rows padded to a pitch --------------------------------------------------------------
@@ -266,28 +284,30 @@ def pitched_rows(spec, n: int, layouts: dict[str, int], rows: int = 8):
     offset within a 128-byte line, with the 32-byte sector boundaries."""
     width = _defines(spec).get("TILE", WARP)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(layouts), figsize=(min(10.0, 3.6 * len(layouts)), 3.6),
+        fig, axes = plt.subplots(1, len(layouts), figsize=(min(STYLE["figure.figsize"][0],
+                                                               3.4 * len(layouts)), 3.8),
                                  squeeze=False)
         for ax, (name, align) in zip(axes[0], layouts.items()):
             ld = padded_length(n, align)
             lay = pitch_layout(n, ld, width, rows)
             span = 128 + FLOAT * width
-            _cells(ax, rows, span // FLOAT, f"{name}: ld = {ld}\n"
+            _cells(ax, rows, span // FLOAT, f"{wrap(name, 30)}:\nld = {ld}, "
                                             f"{lay['sectors'].mean():.2f} sectors per row")
             ax.set_aspect("auto")
             for r, (off, count) in enumerate(zip(lay["offset"], lay["sectors"])):
                 _box(ax, off // FLOAT, r + 0.15, width, 0.7, fill=True,
                      fc=HIGHLIGHT if count > ceil_div(FLOAT * width, SECTOR_BYTES) else "#9ecae1")
-                ax.text(span // FLOAT - 0.5, r + 0.5, str(count), ha="right", va="center", fontsize=7)
+                ax.text(span // FLOAT + 1, r + 0.5, str(count), ha="left", va="center", fontsize=8.5)
             for x in range(0, span // FLOAT + 1, SECTOR_BYTES // FLOAT):
                 ax.axvline(x, color="0.5", lw=0.6)
+            ax.text(span // FLOAT + 1, -0.1, "sectors", ha="left", va="bottom", fontsize=8)
             ax.set_ylabel("row")
-        axes[0][0].set_xlabel("float offset of the row's start within its 128-byte line")
-        fig.suptitle(f"{spec.label}, n = {n}: {width} floats of each row (red: one sector more "
-                     "than needed)", fontsize=9.5)
+            ax.set_xlabel("float offset of the row's start\nwithin its 128-byte line")
+        fig.suptitle(f"{spec.label}, n = {n}: {width} floats of each row\n(red: one sector more "
+                     "than needed; grey lines: 32-byte sectors)", fontsize=9.5)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 # Chapter 8: warp tiles and the cp.async pipeline ------------------------------------------------
@@ -316,10 +336,11 @@ def warp_tiles(spec, lane: int = 0):
     bm, bn = lay["BM"], lay["BN"]
     wsubm, wsubn = lay["sub"]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(7.5, 7.5 * bm / bn + 0.9))
+        width = STYLE["figure.figsize"][0]
+        fig, ax = plt.subplots(figsize=(width, width * bm / bn + 1.1))
         _cells(ax, bm, bn, f"{spec.label}\n{lay['warps']} warps of {lay['WM']} x {lay['WN']}; "
                            f"warp 0 in {lay['wmiter']} x {lay['WNITER']} sub-tiles of {wsubm} x "
-                           f"{wsubn}; lane {lane} computes {lay['TM']} x {lay['TN']} in each (red)")
+                           f"{wsubn};\nlane {lane} computes {lay['TM']} x {lay['TN']} in each (red)")
         ax.imshow(lay["warp"] % 8, cmap="Pastel2", vmin=0, vmax=8, extent=(0, bn, bm, 0),
                   interpolation="nearest")
         ax.imshow(np.where(lay["mine"], 1.0, np.nan), cmap="Reds", vmin=0, vmax=1.2,
@@ -331,7 +352,7 @@ def warp_tiles(spec, lane: int = 0):
             for j in range(lay["WNITER"]):
                 _box(ax, j * wsubn, i * wsubm, wsubn, wsubm, ls="--", lw=0.9)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 PIPELINES = {"08_async.cu": ("before", "cp.async copies"),
@@ -369,10 +390,12 @@ def pipeline(spec, tiles: int = 8):
     stages = len(steps[0]["held"])
     issue, copies = PIPELINES[spec.source]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(1.0 + 0.75 * tiles, 0.6 + 0.55 * stages))
-        _cells(ax, stages, tiles, f"{spec.label}: {stages} shared stages, {tiles} tiles along K\n"
+        fig, ax = plt.subplots(figsize=(min(STYLE["figure.figsize"][0], 1.2 + 0.68 * tiles),
+                                        1.2 + 0.55 * stages))
+        _cells(ax, stages, tiles, wrap(f"{spec.label}: {stages} shared stages, {tiles} tiles "
+                                       f"along K", 70) + "\n" + wrap(
                                   f"dark: the tile read at this iteration; light: {copies} still "
-                                  "in flight")
+                                  "in flight", 70))
         ax.set_aspect("auto")
         for s in steps:
             for stage, tile in enumerate(s["held"]):
@@ -382,14 +405,14 @@ def pipeline(spec, tiles: int = 8):
                 _box(ax, s["t"] + 0.05, stage + 0.08, 0.9, 0.84, fill=True,
                      fc="#08519c" if now else "#c6dbef", ec="none")
                 ax.text(s["t"] + 0.5, stage + 0.5, f"tile {tile}", ha="center", va="center",
-                        fontsize=7.5, color="w" if now else "k")
+                        fontsize=8, color="w" if now else "k")
         ticks = [str(s["t"]) if issue == "before" else f"{s['t']}\nparity {s['parity']}" for s in steps]
         ax.set_xticks(np.arange(tiles) + 0.5, ticks, fontsize=8)
         ax.set_yticks(np.arange(stages) + 0.5, [f"stage {s}" for s in range(stages)])
         ax.set_xlabel("iteration t of the main loop" + ("" if issue == "before" else
-                      " (and the phase parity its wait on the stage's mbarrier expects)"))
+                      "\n(and the phase parity its wait on the stage's mbarrier expects)"))
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def work_split_layout(tiles_m: int, tiles_n: int, steps: int, sms: int, splits: int,
@@ -422,7 +445,7 @@ def work_split(tiles_m: int = 4, tiles_n: int = 3, steps: int = 6, sms: int = 8,
     lay = work_split_layout(tiles_m, tiles_n, steps, sms, splits)
     colors = plt.get_cmap("tab10").colors
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(3, 1, figsize=(7.2, 7.6),
+        fig, axes = plt.subplots(3, 1, figsize=(STYLE["figure.figsize"][0], 7.9),
                                  gridspec_kw={"height_ratios": [tiles_m + 1.2, 2.2, 3.2]})
         ax = axes[0]
         idle = sms - lay["last_wave"]
@@ -459,7 +482,7 @@ def work_split(tiles_m: int = 4, tiles_n: int = 3, steps: int = 6, sms: int = 8,
             tile = first + i
             _box(ax, k + 0.05, i + 0.05, 0.9, 0.9, fill=True, fc=colors[p % 10], alpha=0.7,
                  ec="0.25", lw=0, hatch="//" if tile in lay["split_tiles"] else None)
-            ax.text(k + 0.5, i + 0.5, f"share {p}", ha="center", va="center", fontsize=7.5)
+            ax.text(k + 0.5, i + 0.5, f"share {p}", ha="center", va="center", fontsize=8)
         ax.set_yticks(np.arange(left) + 0.5, [f"tile {first + i}" for i in range(left)])
         ax.set_xticks(np.arange(steps) + 0.5, [f"k{s}" for s in range(steps)])
         ax.set_xlim(0, steps)
@@ -469,5 +492,5 @@ def work_split(tiles_m: int = 4, tiles_n: int = 3, steps: int = 6, sms: int = 8,
             side.set_visible(False)
         fig.tight_layout()
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 

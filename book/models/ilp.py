@@ -4,7 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..harness.plots import STYLE
+from ..harness.plots import STYLE, check_readable
 from ..harness.sources import DATA
 
 
@@ -51,4 +51,4 @@ def ilp_plot(table: pd.DataFrame, title: str):
         fig.legend(lines + bars, labels + blabels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                    ncol=2, fontsize=8)
         plt.close(fig)
-    return fig
+    return check_readable(fig)

@@ -124,11 +124,11 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
     one panel per kernel, one line per layout (shifted sideways a little, to stay readable)."""
     import matplotlib.pyplot as plt
 
-    from ..harness.plots import STYLE, legend_below
+    from ..harness.plots import STYLE, check_readable, legend_below
     ok = df[df.status == "ok"]
     kernels = list(dict.fromkeys(ok.kernel))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(kernels), 1, figsize=(7.5, 3.9 * len(kernels)), squeeze=False)
+        fig, axes = plt.subplots(len(kernels), 1, figsize=(STYLE["figure.figsize"][0], 3.6 * len(kernels)), squeeze=False)
         for ax, kernel in zip(axes[:, 0], kernels):
             d = ok[ok.kernel == kernel]
             for i, (layout, g) in enumerate(d.groupby("layout", sort=False)):
@@ -145,7 +145,7 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
         fig.tight_layout()
         legend_below(fig, axes[0, 0], ncol=3, fontsize=8)
         plt.close(fig)
-    return fig
+    return check_readable(fig)
 
 
 def sectors_per_request(n: int, ld: int, width: int) -> float:

@@ -1,0 +1,69 @@
+"""Chapter 9 and its lab notes: the chapter keeps its main line within the book's budget, the
+notes keep what moved out of it (with the cells that measure or glue it), and every number a
+page glues into its prose is glued on that page."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHAPTER = NOTEBOOKS / "09_every_shape.ipynb"
+NOTES = NOTEBOOKS / "L09_every_shape_notes.ipynb"
+GLUED = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
+
+
+def cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def source(cell) -> str:
+    return "".join(cell["source"])
+
+
+def prose(path) -> list[str]:
+    return [source(c) for c in cells(path) if c["cell_type"] == "markdown"]
+
+
+def words(path) -> int:
+    return sum(len(re.findall(r"\S+", s)) for s in prose(path))
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_glued_number_is_glued_on_its_own_page(path):
+    """{glue:text}`name` reads a value that a code cell of the same notebook glued (its stored
+    output): a paragraph moved to another page needs the cell that glues its numbers there too."""
+    glued = {o.get("metadata", {}).get("scrapbook", {}).get("name")
+             for c in cells(path) if c["cell_type"] == "code" for o in c.get("outputs", [])}
+    used = {name for text in prose(path) for name in GLUED.findall(text)}
+    assert not used - glued, f"glued on no cell of {path.name}: {sorted(used - glued)}"
+
+
+def test_chapter_9_keeps_to_its_budget_and_links_its_notes():
+    assert words(CHAPTER) <= 3000, "chapter 9's prose is over the book's 3,000 words"
+    assert any("](L09_every_shape_notes.ipynb)" in text for text in prose(CHAPTER))
+    title = prose(NOTES)[0]
+    assert title.startswith("# Lab notes: chapter 9, every shape")
+    assert "[chapter 9](09_every_shape.ipynb)" in title
+
+
+def test_what_left_chapter_9_is_in_its_notes_with_its_measurements():
+    """The sections that moved, and the cells that measure or load their numbers, each with the
+    stored output of the run that made it."""
+    text = "\n".join(prose(NOTES))
+    for heading in ("## Edge tiles, block by block", "## A second held-out set",
+                    "## A third held-out set", "## Transposed operands", "## What a call costs on the host",
+                    "## What is left"):
+        assert heading in text, heading
+    for call in ("gemm.edge_timeline()", "gemm.call_overhead()", 'gemm.recorded_heldout("fresh")',
+                 'gemm.recorded_heldout("third")', "gemm.layouts_table("):
+        found = [c for c in cells(NOTES) if c["cell_type"] == "code" and call in source(c)]
+        assert len(found) == 1 and found[0]["outputs"], call
+        assert not any(call in source(c) for c in cells(CHAPTER) if c["cell_type"] == "code"), call
+
+
+def test_the_notes_glue_code_is_hidden():
+    """As in the chapters: a cell that glues numbers into the prose shows no code."""
+    shown = [source(c) for c in cells(NOTES) if c["cell_type"] == "code"
+             and "remove-input" not in c.get("metadata", {}).get("tags", [])]
+    assert not [s for s in shown if "glue(" in s]
