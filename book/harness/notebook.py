@@ -27,7 +27,9 @@ def show_device(full: bool = False):
 
 
 LISTING_OPEN = 40
-"""The longest whole file a page shows expanded; a longer one is one click away (collapsed)."""
+"""The longest listing a page shows as plain text: a longer whole file is collapsed (one click
+away), and so is a longer excerpt (its file and lines named): cut excerpts to the lines that
+change."""
 
 
 def show_source(filename: str, start: str | None = None, end: str | None = None, *,
@@ -50,6 +52,9 @@ def show_source(filename: str, start: str | None = None, end: str | None = None,
     first, last = _excerpt(filename, lines, start, end, through)
     excerpt = textwrap.dedent("\n".join(lines[first:last])).splitlines()
     shown = f"`{filename}`, lines {first + 1}-{last}:\n\n{_fenced(excerpt)}"
+    if len(excerpt) > LISTING_OPEN:  # (an excerpt that long is collapsed too: one click away)
+        shown = (f"<details><summary>`{filename}`, lines {first + 1}-{last} "
+                 f"({len(excerpt)} lines)</summary>\n\n{_fenced(excerpt)}\n\n</details>")
     return Markdown(shown + "\n\n" + _collapsed(filename, _fenced(lines), len(lines)) if whole
                     else shown)
 
