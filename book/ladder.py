@@ -193,7 +193,8 @@ def all_gpus(n: int = 4096, say: bool = False) -> pd.DataFrame:
     which folders it used and which it left out, and why."""
     complete, left_out = complete_gpus()
     if say:
-        print(f"GPUs with complete results: {', '.join(complete) or 'none'}")
+        names = [results.short_name(results.load_device(g)["name"]) for g in complete]
+        print(f"GPUs with complete results: {', '.join(names) or 'none'}")
         for gpu, why in left_out.items():
             print(f"left out: results/{gpu}/ ({why})")
     frames = [f for f in (ladder(gpu, n) for gpu in complete) if len(f)]

@@ -78,9 +78,11 @@ def test_readable_tables_round_for_a_reader_and_label_kernels():
     assert out["% of cuBLAS"].tolist() == ["12.9", "100.0"]
     assert out["relative error"].tolist() == ["1.2e-07", "3.1e-07"]
     assert out["other"].tolist() == ["1.23e-04", "6.49e+04"]  # one format a column
-    mixed = readable(pd.DataFrame({"x": [2.0, 0.976, 0.5], "y": [2.0, 0.976, 2.62e-6]}))
+    mixed = readable(pd.DataFrame({"x": [2.0, 0.976, 0.5], "y": [2.0, 0.976, 2.62e-6],
+                                   "ms": [0.141, 5700.0, 12.5]}))
     assert mixed["x"].tolist() == ["2.000", "0.976", "0.500"]
     assert mixed["y"].tolist() == ["2.00e+00", "9.76e-01", "2.62e-06"]
+    assert mixed["time (ms)"].tolist() == ["0.141", "5,700.000", "12.500"]
     named = readable(pd.DataFrame({"shape": ["a", "b"], "gflops": [1.0, 2.0]}))
     assert list(named.index) == ["a", "b"]  # a first column of names, not a 0, 1 ... index
     assert significant(float("nan")) == "--"

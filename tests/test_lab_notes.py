@@ -67,3 +67,42 @@ def test_the_notes_glue_code_is_hidden():
     shown = [source(c) for c in cells(NOTES) if c["cell_type"] == "code"
              and "remove-input" not in c.get("metadata", {}).get("tags", [])]
     assert not [s for s in shown if "glue(" in s]
+
+
+CHAPTER_8 = NOTEBOOKS / "08_toward_cublas.ipynb"
+NOTES_8 = NOTEBOOKS / "L08_toward_cublas_notes.ipynb"
+
+
+def test_chapter_8_keeps_to_its_budget_and_links_its_notes():
+    assert words(CHAPTER_8) <= 3000, "chapter 8's prose is over the book's 3,000 words"
+    assert any("](L08_toward_cublas_notes.ipynb)" in text for text in prose(CHAPTER_8))
+    title = prose(NOTES_8)[0]
+    assert title.startswith("# Lab notes: chapter 8, toward cuBLAS")
+    assert "[chapter 8](08_toward_cublas.ipynb)" in title
+    imports = [c for c in cells(NOTES_8) if c["cell_type"] == "code" and "from book import" in source(c)][0]
+    assert "hide-input" in imports["metadata"].get("tags", [])
+
+
+def test_what_left_chapter_8_is_in_its_notes_with_its_measurements():
+    """The SASS opcodes, the bank-conflict counters and the warp stalls beside cuBLAS moved, each
+    with the cell that reads or measures it and the stored output of the GPU run that made it;
+    the chapter keeps its steps, their check and timing, the tuning and the ladder."""
+    text = "\n".join(prose(NOTES_8))
+    for heading in ("## Reading the SASS", "## Bank conflicts of the vector layouts",
+                    "## Where cuBLAS still wins"):
+        assert heading in text, heading
+        assert heading not in "\n".join(prose(CHAPTER_8)), heading
+    for call in ('sass.opcodes(steps, "08_sass")', '"08_bank_ncu")', '"08_stalls")'):
+        found = [c for c in cells(NOTES_8) if c["cell_type"] == "code" and call in source(c)]
+        assert len(found) == 1 and found[0]["outputs"], call
+        assert not any(call in source(c) for c in cells(CHAPTER_8) if c["cell_type"] == "code"), call
+    chapter = [source(c) for c in cells(CHAPTER_8) if c["cell_type"] == "code"]
+    for call in ("check_kernels(steps[1:], odd)", '"08_steps")', "tune.bars(df", '"08_tune")',
+                 "tune.bars(tuned", "ladder.so_far(8)"):
+        assert any(call in s for s in chapter), call
+
+
+def test_the_notes_of_chapter_8_hide_their_glue_code():
+    shown = [source(c) for c in cells(NOTES_8) if c["cell_type"] == "code"
+             and "remove-input" not in c.get("metadata", {}).get("tags", [])]
+    assert not [s for s in shown if "glue(" in s]

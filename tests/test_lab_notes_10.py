@@ -1,7 +1,7 @@
 """Chapter 10 and its lab notes: the chapter keeps its main line within the book's budget, states
-its 4096^3 headline once (the step table's), and shows no stray failure lines; the notes keep
-what moved out of it, with the cells that load or glue their numbers and the outputs of the runs
-that made them."""
+its 4096^3 headline once (the step table's), shows the call with one small table, and shows no
+stray failure lines; the notes keep what moved out of it, with the cells that load or glue their
+numbers and the outputs of the runs that made them, their longest tables in scroll boxes."""
 import json
 import re
 from pathlib import Path
@@ -68,17 +68,19 @@ def test_what_left_chapter_10_is_in_its_notes_with_its_outputs():
     """The sections that moved, and the cells that load or glue their numbers, each with the
     stored output of the run that made it -- and not left behind in the chapter."""
     text = "\n".join(prose(NOTES))
-    for heading in ("## One shape, five timings", "## The call on chapter 9's suite", "## The held-out set",
-                    "## What moved these numbers", "## Where the time goes", "## The power cap",
-                    "## What is left"):
+    for heading in ("## The goal, on every GPU recorded", "## One shape, five timings",
+                    "## The call on chapter 9's suite", "## The held-out set", "## Error against K, every value",
+                    "## Every magnitude", "## What moved these numbers", "## Where the time goes",
+                    "## The power cap", "## What is left"):
         assert heading in text, heading
     for moved in ("42.8 to\n  45.0 µs", "Step 4, a producer warpgroup", "Step 5, A from registers",
-                  "`-ftz=true`"):
+                  "`-ftz=true`", "The goal is met in {glue:text}`goal_met`", "**Try it.**",
+                  "powers of two from $2^{-60}$ to $2^{60}$"):
         assert moved in text, moved
         assert not any(moved in t for t in prose(CHAPTER)), moved
     for call in ("tc.parts_table(", "tc.parts_summary(", "tc.power_table(", "tc.power_summary(",
                  "tc.tf32x3_suite_table(speeds)", "tc.heldout_summary(", "tc.magnitude_table(",
-                 "error_table("):
+                 "error_table(", '"goal met": "yes"', 'glue("goal_met"', "tc.magnitude_plot(", '"SMALL_FIRST": 1'):
         found = [c for c in code(NOTES) if call in source(c)]
         assert len(found) == 1 and found[0]["outputs"], call
         assert not any(call in source(c) for c in code(CHAPTER)), call
@@ -99,3 +101,38 @@ def test_the_notes_glue_code_is_hidden_and_their_imports_are_folded():
     assert "hide-input" in tags(first) and "import" in source(first)
     shown = [source(c) for c in code(NOTES) if "remove-input" not in tags(c)]
     assert not [s for s in shown if "glue(" in s]
+
+
+def test_the_chapter_shows_the_call_with_one_small_table():
+    """'A call for it, at any magnitude' keeps its prose and one table (the goals, without 4096^3
+    and 8192^3); the magnitudes figure is the notes', beside their table of every value."""
+    cs = cells(CHAPTER)
+    start = next(i for i, c in enumerate(cs) if source(c).startswith("## A call for it"))
+    end = next(i for i, c in enumerate(cs) if source(c).startswith("## What we learned"))
+    shown = [c for c in cs[start:end] if c["cell_type"] == "code" and "remove-input" not in tags(c)]
+    assert len(shown) == 1 and "tf32x3_goal_table(" in source(shown[0])
+    assert not any("image/png" in o.get("data", {}) for c in shown for o in c.get("outputs", []))
+
+
+def test_the_notes_longest_tables_scroll_and_their_code_is_folded():
+    """The notes' long reference tables sit in scroll boxes (the theme's output_scroll, 24em) and
+    the cells that load and format them show no code until asked."""
+    for call in ("runs.style.format(", "tc.tf32x3_suite_table(speeds)", "tc.tf32x3_suite_table(heldout)",
+                 "error_table(", "tc.magnitude_table(", "tc.power_table("):
+        found = [c for c in code(NOTES) if call in source(c)]
+        assert len(found) == 1 and {"output_scroll", "hide-input"} <= set(tags(found[0])), call
+
+
+def test_the_goal_the_chapter_states_holds_on_every_gpu_recorded():
+    """Chapter 10's step section says step 3 meets the goal at both sizes on every GPU recorded
+    (the notes' table shows it): as accurate as cuBLAS SGEMM, at twice its speed or more."""
+    from book.harness import results
+    assert any("the goal, met at both sizes on every GPU recorded" in " ".join(t.split()) for t in prose(CHAPTER))
+    recorded = results.load_every("10_tensor_cores")
+    assert recorded
+    for device, df in recorded.items():
+        d = df.set_index(["M", "kernel"])
+        for n in (4096, 8192):
+            ours, sgemm = d.loc[(n, "tf32x3_wgmma")], d.loc[(n, "cublas")]
+            assert ours.status == "ok" and ours.rel_error <= sgemm.rel_error, (device, n)
+            assert ours.gflops >= 2 * sgemm.gflops, (device, n)

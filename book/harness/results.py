@@ -81,7 +81,9 @@ def load_device(gpu: str) -> dict:
 
 
 def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
-    """The recorded results of a chapter; ``df.attrs['source']`` says where they come from.
+    """The recorded results of a chapter; ``df.attrs['source']`` says where they come from. For
+    the REFERENCE_FILES, each % of cuBLAS at the reference size is over the GPU's one cuBLAS
+    record (:func:`over_reference`).
 
     Without ``gpu``: the GPU named by ``BOOK_RESULTS_GPU``, else the GPU saved last that holds
     this chapter's file."""
@@ -93,7 +95,7 @@ def load(chapter: str, gpu: str | None = None) -> pd.DataFrame:
     df = pd.read_csv(path)
     report = json.loads((path.parent / "device.json").read_text())
     df.attrs.update(source=f"recorded on {report['name']}, {df['date'].iloc[0]}", device=report)
-    return df
+    return over_reference(df) if chapter in REFERENCE_FILES else df
 
 
 def load_every(chapter: str) -> dict[str, pd.DataFrame]:
@@ -132,8 +134,8 @@ def recorded_or_none(name: str, found: str, missing: str) -> pd.DataFrame | None
 
 def live_or_recorded(df: pd.DataFrame | None, chapter: str) -> pd.DataFrame:
     """On a GPU: save these live measurements and return them. Without one, or where the GPU
-    could not measure them (``df`` None): the recorded ones. Either way at the reference size
-    (:func:`over_reference`) each % of cuBLAS divides by the GPU's one cuBLAS record."""
+    could not measure them (``df`` None): the recorded ones. Either way, for the REFERENCE_FILES,
+    each % of cuBLAS at the reference size divides by the GPU's one cuBLAS record."""
     if BACKEND == "gpu" and df is not None:
         if df.empty:  # nothing of it runs on this GPU (the chapter printed which and why)
             df.attrs.update(source=f"nothing measured on {device_report()['name']}",
@@ -143,13 +145,20 @@ def live_or_recorded(df: pd.DataFrame | None, chapter: str) -> pd.DataFrame:
             _save(df, chapter)
         df.attrs.update(source=f"measured in this run on {device_report()['name']}, {df['date'].iloc[0]}",
                         device=device_report())
-        return over_reference(df)
+        return over_reference(df) if chapter in REFERENCE_FILES else df
     recorded = load(chapter)
     why = "No GPU here" if BACKEND != "gpu" else "Not measured on this GPU"
     print(f"{why}: the figures below use results {recorded.attrs['source']}.")
-    return over_reference(recorded)
+    return recorded
 
 
+CEILINGS = "00_ceilings"
+REFERENCE_FILES = {"02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coarsen",
+                   "06_regtile", "07_kahan_speed", "08_steps", "08_tune", "10_tensor_cores"}
+"""The chapters' sweeps of square sizes, whose n = 4096 rows are the ladder's records: there each
+% of cuBLAS is over the GPU's one cuBLAS figure (:func:`over_reference`), on every page. Other
+files (chapter 9's suite and held-out sets, chapter 10's call) compare each shape with the cuBLAS
+of its own interleaved rounds, and their pages say so."""
 REFERENCE_N = 4096
 """The size of the book's headline figures (the ladder's): there, every % of cuBLAS divides by
 one cuBLAS figure per GPU, chapter 0's measurement (:func:`cublas_reference`)."""
@@ -162,7 +171,7 @@ def cublas_reference(device: str, n: int = REFERENCE_N) -> float | None:
     from run to run)."""
     folder = device if (RESULTS / device).is_dir() else gpu_slug(device)
     try:
-        c = load("00_ceilings", folder)
+        c = load(CEILINGS, folder)
     except FileNotFoundError:
         return None
     row = c[(c.ceiling == "cublas_sgemm") & (c.n == n)]

@@ -98,17 +98,18 @@ def _format(column: pd.Series, kind: str, digits: int = 3) -> pd.Series:
 
 def column_format(column: pd.Series, digits: int = 3) -> str:
     """The one format of a float column: whole numbers with thousands separators where every
-    value is one or is 100 or more; else fixed decimals, as many as give its smallest value
-    ``digits`` significant digits (at most 6), where its values span at most four decades;
-    else scientific notation with ``digits`` significant digits."""
+    value is one or is 100 or more; else fixed decimals, as many as give its smallest nonzero
+    value ``digits`` significant digits (at most 4), where that value is at least 0.001; else
+    (smaller values: errors, rates of rare events) scientific notation with ``digits``
+    significant digits."""
     values = np.abs(column[pd.notna(column)].to_numpy(dtype=float))
     values = values[np.isfinite(values)]
     nonzero = values[values > 0]
     if not len(nonzero) or (values == np.round(values)).all() or nonzero.min() >= 100:
         return "{:,.0f}"
-    low, high = nonzero.min(), nonzero.max()
-    if low >= 1e-3 and high / low <= 1e4:
-        decimals = int(min(6, max(0, digits - 1 - np.floor(np.log10(low)))))
+    low = nonzero.min()
+    if low >= 1e-3:
+        decimals = int(min(4, max(0, digits - 1 - np.floor(np.log10(low)))))
         return "{:,.%df}" % decimals
     return "{:.%de}" % (digits - 1)
 
