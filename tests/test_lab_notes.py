@@ -39,12 +39,25 @@ def test_every_glued_number_is_glued_on_its_own_page(path):
     assert not used - glued, f"glued on no cell of {path.name}: {sorted(used - glued)}"
 
 
-def test_chapter_9_keeps_to_its_budget_and_links_its_notes():
-    assert words(CHAPTER) <= 3000, "chapter 9's prose is over the book's 3,000 words"
-    assert any("](L09_every_shape_notes.ipynb)" in text for text in prose(CHAPTER))
-    title = prose(NOTES)[0]
-    assert title.startswith("# Lab notes: chapter 9, every shape")
-    assert "[chapter 9](09_every_shape.ipynb)" in title
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("[0-9]*.ipynb")), ids=lambda p: p.stem)
+def test_every_chapter_keeps_to_the_prose_budget(path):
+    assert words(path) <= 3000, f"{path.name}'s prose is over the book's 3,000 words"
+
+
+@pytest.mark.parametrize("chapter, notes, title", [
+    ("08_toward_cublas", "L08_toward_cublas_notes", "chapter 8, toward cuBLAS"),
+    ("09_every_shape", "L09_every_shape_notes", "chapter 9, every shape"),
+    ("10_tensor_cores", "L10_tensor_cores_notes", "chapter 10, tensor cores")])
+def test_a_chapter_links_its_lab_notes_and_they_link_back(chapter, notes, title):
+    """One line of the chapter links its notes; the notes open with their title and a link back,
+    and fold their imports and device cells."""
+    assert any(f"]({notes}.ipynb)" in text for text in prose(NOTEBOOKS / f"{chapter}.ipynb"))
+    first = prose(NOTEBOOKS / f"{notes}.ipynb")[0]
+    assert first.startswith(f"# Lab notes: {title}")
+    assert f"({chapter}.ipynb)" in first
+    opening = [c for c in cells(NOTEBOOKS / f"{notes}.ipynb") if c["cell_type"] == "code"][:2]
+    for cell in opening:  # (the device line and the imports)
+        assert {"hide-input", "remove-input"} & set(cell["metadata"].get("tags", [])), source(cell)
 
 
 def test_what_left_chapter_9_is_in_its_notes_with_its_measurements():
@@ -71,16 +84,6 @@ def test_the_notes_glue_code_is_hidden():
 
 CHAPTER_8 = NOTEBOOKS / "08_toward_cublas.ipynb"
 NOTES_8 = NOTEBOOKS / "L08_toward_cublas_notes.ipynb"
-
-
-def test_chapter_8_keeps_to_its_budget_and_links_its_notes():
-    assert words(CHAPTER_8) <= 3000, "chapter 8's prose is over the book's 3,000 words"
-    assert any("](L08_toward_cublas_notes.ipynb)" in text for text in prose(CHAPTER_8))
-    title = prose(NOTES_8)[0]
-    assert title.startswith("# Lab notes: chapter 8, toward cuBLAS")
-    assert "[chapter 8](08_toward_cublas.ipynb)" in title
-    imports = [c for c in cells(NOTES_8) if c["cell_type"] == "code" and "from book import" in source(c)][0]
-    assert "hide-input" in imports["metadata"].get("tags", [])
 
 
 def test_what_left_chapter_8_is_in_its_notes_with_its_measurements():

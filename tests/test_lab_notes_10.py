@@ -35,14 +35,6 @@ def code(path) -> list[dict]:
     return [c for c in cells(path) if c["cell_type"] == "code"]
 
 
-def test_chapter_10_keeps_to_its_budget_and_links_its_notes():
-    assert words(CHAPTER) <= 3000, "chapter 10's prose is over the book's 3,000 words"
-    assert any("](L10_tensor_cores_notes.ipynb)" in text for text in prose(CHAPTER))
-    title = prose(NOTES)[0]
-    assert title.startswith("# Lab notes: chapter 10, tensor cores")
-    assert "[chapter 10](10_tensor_cores.ipynb)" in title
-
-
 def test_chapter_10_keeps_its_opening_cells_and_ends_with_the_ladder():
     first, second = code(CHAPTER)[:2]
     assert "show_device()" in source(first) and "remove-input" in tags(first)
