@@ -89,7 +89,7 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
                       fontsize=8.5)
         ax.set_ylim(len(labels) - h / 2 - 0.1, -h / 2 - 0.1)
         ax.set_xlabel("GFLOP/s")
-        ax.set_title(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
+        ax.set_title(f"{title}\n{df.attrs.get('source', '')}", fontsize=10, pad=14)  # (above the column's label)
         fig.tight_layout()
         legend_below(fig, ax, ncol=2)
         plt.close(fig)
