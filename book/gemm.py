@@ -1734,7 +1734,7 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
     and 90% as lines, each GPU's value in a column to the right of the axes."""
     import matplotlib.pyplot as plt
 
-    from .harness.plots import FAMILIES, STYLE, check_readable, legend_below
+    from .harness.plots import FAMILIES, STYLE, check_readable, legend_below, value_column
     from .harness.results import short_name
     color = FAMILIES[9][1]
     with plt.rc_context(STYLE):
@@ -1751,15 +1751,9 @@ def suite_plot(suites: dict[str, pd.DataFrame]):
             y = np.arange(len(shapes)) + (i - (len(suites) - 1) / 2) * h
             ax.plot(v, y, ls="none", marker=("o", "s", "D", "^")[i % 4], ms=6, color=color,
                     alpha=1.0 - 0.35 * i, mfc=color if i == 0 else "none", label=device)
-            for yy, value in zip(y, v):
-                if np.isfinite(value):
-                    ax.annotate(f"{value:.0f}", (1.0, yy), xycoords=("axes fraction", "data"),
-                                xytext=(6 + 30 * i, 0), textcoords="offset points", va="center",
-                                fontsize=8, color="0.2" if i == 0 else "0.45",
-                                annotation_clip=False)
-            ax.annotate(short_name(device), (1.0, 1.0), xycoords="axes fraction",
-                        xytext=(6 + 30 * i, 2), textcoords="offset points", va="bottom",
-                        fontsize=8, color="0.2" if i == 0 else "0.45")
+            finite = np.isfinite(v)
+            value_column(ax, y[finite], [f"{value:.0f}" for value in v[finite]], short_name(device),
+                         offset=6 + 30 * i, color="0.2" if i == 0 else "0.45")
         for x, ls, what in ((100, "-", "cuBLAS (100%)"), (90, ":", "the goal's floor (90%)")):
             ax.axvline(x, color="k", lw=1, ls=ls, label=what, zorder=1)
         every = np.concatenate(values) if values else np.array([90.0, 100.0])

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .harness import ceilings, results
-from .harness.plots import FAMILIES, GREY, STYLE, check_readable, wrap
+from .harness.plots import FAMILIES, GREY, STYLE, check_readable, value_column, wrap
 from .registry import KERNELS
 from .harness.sources import DATA
 
@@ -114,10 +114,10 @@ def reference_cublas(gpu: str, n: int = 4096) -> float:
 
 def headline(kernel: str, device: str, n: int = 4096) -> tuple[float, float]:
     """(GFLOP/s, % of cuBLAS) of ``kernel`` at n on ``device`` (a GPU's name or folder) as the
-    ladder has them: the first results file that times it, over the median cuBLAS of that GPU's
-    runs. Every page that states a kernel's headline figure reads it here. KeyError where the
+    ladder has them: the first results file that times it, over :func:`reference_cublas` of that
+    GPU. Every page that states a kernel's headline figure reads it here. KeyError where the
     GPU or kernel was not recorded."""
-    gpu = device if (results.RESULTS / device).is_dir() else results.gpu_slug(device)
+    gpu = results.folder_of(device)
     if not (results.RESULTS / gpu).is_dir():
         raise KeyError(f"no results recorded for {device}")
     row = ladder(gpu, n).set_index("kernel").loc[kernel]
@@ -445,13 +445,8 @@ def ladder_plot(df: pd.DataFrame):
             colors = [FAMILIES[int(c)][1] for c in sub.chapter]
             ax.barh(y, sub.pct_of_cublas, height=height, color=colors, alpha=1.0 - 0.45 * g,
                     hatch=("", "///", "...", "xx")[g % 4], edgecolor="white", lw=0)
-            for yy, (lab, r) in zip(y, sub.iterrows()):
-                ax.annotate(f"{r.pct_of_cublas:.1f}", (1.0, yy), xycoords=("axes fraction", "data"),
-                            xytext=(6 + 30 * g, 0), textcoords="offset points", va="center",
-                            fontsize=8, color="0.2" if g == 0 else "0.45", annotation_clip=False)
-            ax.annotate(results.short_name(gpu), (1.0, 1.0), xycoords="axes fraction",
-                        xytext=(6 + 30 * g, 2), textcoords="offset points", va="bottom",
-                        fontsize=8, color="0.2" if g == 0 else "0.45")
+            value_column(ax, y, [f"{v:.1f}" for v in sub.pct_of_cublas], results.short_name(gpu),
+                         offset=6 + 30 * g, color="0.2" if g == 0 else "0.45")
             handles.append(Patch(fc="0.4", alpha=1.0 - 0.45 * g, hatch=("", "///", "...", "xx")[g % 4],
                                  label=gpu))
         right = max(110, 1.05 * gpu_rows.pct_of_cublas.max())  # tensor cores pass 100%

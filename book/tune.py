@@ -57,7 +57,7 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
 
     import matplotlib.pyplot as plt
 
-    from .harness.plots import STYLE, check_readable, legend_below
+    from .harness.plots import STYLE, check_readable, legend_below, value_column
     ok = df[df.status == "ok"]
     sizes = sorted(ok.M.unique())
     names = ["\n".join(textwrap.wrap(f"▶ {t}" if k == highlight else t, 30)) for k, t in labels.items()]
@@ -75,13 +75,9 @@ def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = Non
             if cublas is not None:
                 ax.axvline(cublas, color=f"C{s}", ls=":", lw=1.2,
                            label=f"cuBLAS, n = {n}: {cublas:,.0f}")
-            for yy, k in zip(y, labels):
-                if k in at:
-                    ax.annotate(f"{at[k]:,.0f}", (1.0, yy), xycoords=("axes fraction", "data"),
-                                xytext=(4, 0), textcoords="offset points", va="center",
-                                fontsize=8, color=f"C{s}", annotation_clip=False)
-        ax.annotate("GFLOP/s", (1.0, 1.0), xycoords="axes fraction", xytext=(4, 2),
-                    textcoords="offset points", va="bottom", fontsize=8)
+            shown = [(yy, f"{at[k]:,.0f}") for yy, k in zip(y, labels) if k in at]
+            value_column(ax, [yy for yy, _ in shown], [t for _, t in shown], offset=4, color=f"C{s}")
+        value_column(ax, [], [], "GFLOP/s", offset=4)
         if peak:
             ax.axvline(peak, color="0.3", ls="--", lw=1,
                        label=f"FP32 FMA peak (measured): {peak:,.0f}")

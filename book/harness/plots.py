@@ -229,6 +229,19 @@ def legend_below(fig, ax=None, ncol: int = 2, **kw):
                       **kw)
 
 
+def value_column(ax, ys, texts, header: str | None = None, offset: float = 6, color="black"):
+    """``texts`` written in a column right of ``ax``, each at its height ``ys`` (data units), with
+    ``header`` above the column: a figure's numbers beside the data, never over it. ``offset``:
+    points from the axes' right edge (a second GPU's column further right)."""
+    for y, text in zip(ys, texts):
+        ax.annotate(text, (1.0, y), xycoords=("axes fraction", "data"), xytext=(offset, 0),
+                    textcoords="offset points", va="center", fontsize=8, color=color,
+                    annotation_clip=False)
+    if header is not None:
+        ax.annotate(header, (1.0, 1.0), xycoords="axes fraction", xytext=(offset, 2),
+                    textcoords="offset points", va="bottom", fontsize=8, color=color)
+
+
 GREY = "0.72"
 """The colour of context: series drawn under a figure's highlighted ones, unlabelled."""
 LABEL_GREY = "0.35"

@@ -10,10 +10,9 @@ the chapter loads what was recorded on a real GPU and says so.
 """
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -73,6 +72,11 @@ def short_name(device: str) -> str:
     words = [w for w in device.removeprefix("NVIDIA ").replace("-", " ").split()
              if not re.fullmatch(r"\d+GB|HBM\d*e?|PCIe|SXM\d*|NVL", w, re.I)]
     return " ".join(words) or device
+
+
+def folder_of(device: str) -> str:
+    """The results folder of a GPU given by its name ("NVIDIA H200") or its folder itself."""
+    return device if (RESULTS / device).is_dir() else gpu_slug(device)
 
 
 def load_device(gpu: str) -> dict:
@@ -169,9 +173,8 @@ def cublas_reference(device: str, n: int = REFERENCE_N) -> float | None:
     folder), or None where it holds none: the one figure every % of cuBLAS at n divides by, in
     the ladder, the chapters' tables and their prose (a run's own cuBLAS moves by a few percent
     from run to run)."""
-    folder = device if (RESULTS / device).is_dir() else gpu_slug(device)
     try:
-        c = load(CEILINGS, folder)
+        c = load(CEILINGS, folder_of(device))
     except FileNotFoundError:
         return None
     row = c[(c.ceiling == "cublas_sgemm") & (c.n == n)]

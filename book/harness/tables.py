@@ -138,11 +138,12 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
         out.columns = [": ".join(str(COLUMNS.get(p, p)) for p in parts if str(p))
                        for parts in out.columns]
     out = out.rename(columns=COLUMNS).rename_axis(columns=None)
+    named = (isinstance(out.index, pd.RangeIndex) and len(out.columns) > 1
+             and not pd.api.types.is_numeric_dtype(out.iloc[:, 0]))
     for name in out.columns:
         out[name] = _format(out[name], _kind(str(name)), digits)
-    if (isinstance(out.index, pd.RangeIndex) and len(out.columns) > 1
-            and not pd.api.types.is_numeric_dtype(df[df.columns[0]] if not columns else df[columns[0]])):
-        out = out.set_index(out.columns[0])  # (a 0, 1, 2 ... index means nothing to a reader)
+    if named:  # (a 0, 1, 2 ... index means nothing to a reader: the first column of names is it)
+        out = out.set_index(out.columns[0])
     if out.index.nlevels == 1 and out.index.name:  # one header row: the index's name at its left
         out = out.rename_axis(index=None, columns=out.index.name)
     return out
