@@ -235,7 +235,7 @@ def test_no_file_is_left_in_dev_shm_after_launches_and_errors():
     code = ("import sys, time\n"
             "import numpy as np\n"
             "from book import load_kernel, LaunchError\n"
-            "from book.launch import emulator\n"
+            "from book.launch import worker as emulator\n"
             f"k = load_kernel({str(BUGS)!r}, 'divergent_barrier')\n"
             "try:\n"
             "    k(1, 32, (np.zeros(32, np.float32),))\n"
@@ -259,7 +259,7 @@ def test_a_worker_that_may_not_open_proc_gets_a_named_arena(monkeypatch):
     """Where the worker may not open the parent's /proc/<pid>/fd/<fd> (some sandboxes), it says
     so, and the parent goes on with arenas that keep their name in /dev/shm until closed."""
     import os
-    from book.launch import emulator
+    from book.launch import worker as emulator
     emulator._worker.close()  # the next launch makes a new arena
     real_exists = os.path.exists
     monkeypatch.setattr(emulator.os, "getpid", lambda: 2 ** 22 + 7)  # a process that is not there

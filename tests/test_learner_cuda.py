@@ -75,7 +75,7 @@ def test_a_stack_overflow_is_named_as_such(name, args):
 
 def test_the_stack_size_the_message_names_is_the_emulators():
     from book.launch import emulator
-    assert f"kStackBytes = {emulator.STACK_KIB} * 1024;" in emulator.HEADER.read_text()
+    assert f"kStackBytes = {emulator.STACK_KIB} * 1024;" in emulator.header_text()
 
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report")

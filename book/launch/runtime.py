@@ -14,7 +14,7 @@ Before every launch the arguments are checked against the kernel's own C signatu
 launch geometry against the device's limits, with the same errors on both backends.
 
 On the CPU a kernel's own bugs raise :class:`LaunchError` too, and never take this process down:
-every emulated launch runs in a worker process (``book/launch/emulator.py``), on copies of the array
+every emulated launch runs in a worker process (``book/launch/worker.py``), on copies of the array
 arguments in shared memory, each placed so that its last element ends a page, with 256 MiB of
 inaccessible addresses on both sides. A signal handler in the worker reports a memory fault or
 an integer division by zero (the address, load or store, block and thread) and the worker exits;
