@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from . import cuda_source
+from . import cuda_source, rewrite_memory
 
 _EXTERN_SHARED = re.compile(
     r"^(\s*)extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w ]*?)\s+(\w+)\s*\[\s*\]\s*;",
@@ -83,12 +83,6 @@ def checking() -> bool:
     return os.environ.get("BOOK_EMU_CHECK", "0") == "1"
 
 
-_VECTOR_CAST = re.compile(
-    r"\breinterpret_cast\s*<\s*((?:(?:const|volatile)\s+)*(float[24]|int[24]|double2)"
-    r"(?:\s+(?:const|volatile))*\s*\*)\s*>\s*\(")
-"""``reinterpret_cast<float4*>(`` and the like: a cast to a pointer to a vector type."""
-
-
 def emulate_source(text: str) -> str:
     """Rewrite every static ``__shared__`` array into cuda_emu.h's shared_array (its indices are
     checked; in check mode its accesses too), ``extern __shared__ T name[];`` to read the
@@ -96,7 +90,7 @@ def emulate_source(text: str) -> str:
     into cuda_emu.h's vector_cast, which checks their alignment as the GPU does; drop
     ``#include <cuda_fp16.h>`` (cuda_emu.h has its __half)."""
     text = cuda_source.FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
+    text = rewrite_memory.rewrite(text)  # global memory: indexes and casts (before __shared__'s)
     text = _SHARED_DECL.sub(_checked_shared, text)
-    text = _VECTOR_CAST.sub(r'::cuda_emu::vector_cast<\1>("\2", __LINE__, ', text)
     return _EXTERN_SHARED.sub(
         r"\1#define \3 (reinterpret_cast<\2*>(::cuda_emu::dynamic_smem))", text)

@@ -63,5 +63,6 @@
 #include "cuda_emu/scheduler.h"
 #include "cuda_emu/warp.h"
 #include "cuda_emu/shared.h"
+#include "cuda_emu/memory.h"
 #include "cuda_emu/builtins.h"
 #include "cuda_emu/half.h"

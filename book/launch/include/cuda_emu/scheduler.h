@@ -218,6 +218,10 @@ inline void catch_faults(void* report) {
     std::abort();  // unreachable: a failed fiber is never resumed
 }
 
+// Lets the block's other threads run before this one goes on (volatile accesses, fences,
+// __nanosleep: what a GPU's other warps would do meanwhile).
+inline void yield_fiber() {}
+
 inline void syncthreads(int line) {
     Worker* w = worker;
     Fiber* f = w->current;
