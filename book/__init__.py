@@ -11,8 +11,8 @@ Five lines run a kernel the same way on a GPU (CuPy) and without one (the CPU em
 Nothing here plots or prints on import.
 """
 from .launch.cuda_source import KernelSourceError
-from .launch.runtime import (BACKEND, Kernel, KernelCompileError, LaunchError, device_limits,
-                      load_kernel, synchronize, to_device, to_host, xp)
+from .launch.runtime import (BACKEND, CompilerWarning, Kernel, KernelCompileError, LaunchError,
+                             device_limits, load_kernel, synchronize, to_device, to_host, xp)
 
 
 
@@ -24,5 +24,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'book' has no attribute {name!r}")
 
 
-__all__ = ["sgemm", "BACKEND", "Kernel", "KernelCompileError", "KernelSourceError", "LaunchError",
+__all__ = ["sgemm", "BACKEND", "CompilerWarning", "Kernel", "KernelCompileError", "KernelSourceError", "LaunchError",
            "device_limits", "load_kernel", "synchronize", "to_device", "to_host", "xp"]

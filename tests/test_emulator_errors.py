@@ -78,31 +78,40 @@ def test_mask_must_name_the_calling_lane():
     (1_000_000, r"thread \(0, 0, 0\): wrote out\[1000000\], 999969 past the end of out"),
     (-5000, r"thread \(0, 0, 0\): wrote out\[-5000\], 5000 before the start of out"),
 ])
-def test_writes_outside_an_array_name_the_element(offset, message):
-    with pytest.raises(LaunchError, match=r"write_at: block \(0, 0, 0\), " + message):
-        bug("write_at")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
+def test_writes_through_a_pointer_outside_an_array_name_the_element(offset, message):
+    with pytest.raises(LaunchError, match=r"write_through: block \(0, 0, 0\), " + message):
+        bug("write_through")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
     still_works()
 
 
 @pytest.mark.parametrize("offset", [-1, -3])
-def test_a_write_just_before_the_start_is_found_when_the_launch_ends(offset):
+def test_a_write_through_a_pointer_just_before_the_start_is_found_when_the_launch_ends(offset):
     with pytest.raises(LaunchError, match=(
-            rf"write_at: wrote out\[{offset}\], {-offset} before the start of out \(32 floats\); "
+            rf"write_through: wrote out\[{offset}\], {-offset} before the start of out \(32 floats\); "
             r"found when the launch ended")):
-        bug("write_at")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
+        bug("write_through")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
     still_works()
 
 
-def test_a_read_just_before_the_start_reads_nan():
-    out = np.zeros(32, np.float32)
-    bug("read_at")(1, 32, (np.zeros(32, np.float32), out, np.int32(-1)))
-    assert np.isnan(out[0]) and (out[1:] == 0).all()  # the result shows it, though no error does
-
-
-def test_a_read_one_past_the_end_names_the_array():
-    with pytest.raises(LaunchError, match=r"read_at: block \(0, 0, 0\), thread \(0, 0, 0\): read "
-                                          r"in\[32\], 1 past the end of in \(32 floats\)"):
-        bug("read_at")(1, 32, (np.zeros(32, np.float32), np.zeros(32, np.float32), np.int32(32)))
+@pytest.mark.parametrize("kernel, offset, thread, element, where", [
+    ("write_at", 1, 31, 32, "1 past its end"),
+    ("write_at", -1, 0, -1, "1 before its start"),
+    ("write_at", 1_000_000, 0, 1000000, "999969 past its end"),
+    ("read_at", -1, 0, -1, "1 before its start"),
+    ("read_at", 3, 29, 32, "1 past its end"),
+])
+def test_an_index_outside_an_array_names_the_expression_line_and_element(kernel, offset, thread,
+                                                                        element, where):
+    """in[-1] and in[n] are found where they happen, with the expression and its line, though
+    they land in the page an array shares with its guard bytes (reads there would give NaN)."""
+    args = (np.zeros(32, np.float32), np.int32(offset)) if kernel == "write_at" else \
+        (np.zeros(32, np.float32), np.zeros(32, np.float32), np.int32(offset))
+    expression = r"out\[offset \+ \(int\)threadIdx.x\] on line 44" if kernel == "write_at" \
+        else r"in\[offset \+ \(int\)threadIdx.x\] on line \d+"
+    with pytest.raises(LaunchError, match=(
+            rf"{kernel}: block \(0, 0, 0\), thread \({thread}, 0, 0\): {expression} is element "
+            rf"{element} of `(out|in)` \(32 elements of 4 bytes\): {where}")):
+        bug(kernel)(1, 32, args)
     still_works()
 
 

@@ -168,14 +168,15 @@ def test_a_float4_cast_of_a_shared_array_past_its_end_is_named():
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")
 def test_a_cuda_library_header_is_named_as_unsupported(tmp_path):
-    """cuda_fp16.h's basics are there (test_halves.py); cuda_bf16.h is not, and is named."""
-    src = tmp_path / "bhalves.cu"
-    src.write_text('#include <cuda_bf16.h>\nextern "C" __global__ void bhalves(float* y) {\n'
-                   '    y[threadIdx.x] = __bfloat162float(__float2bfloat16(y[threadIdx.x]));\n}\n')
+    """cuda_fp16.h's and cuda_bf16.h's types are there (test_halves.py, test_builtins.py);
+    cuda_fp8.h's are not, and the header is named."""
+    src = tmp_path / "fp8.cu"
+    src.write_text('#include <cuda_fp8.h>\nextern "C" __global__ void fp8(float* y) {\n'
+                   '    y[threadIdx.x] = float(__nv_fp8_e4m3(y[threadIdx.x]));\n}\n')
     from book.launch.runtime import KernelCompileError
-    with pytest.raises(KernelCompileError, match=r"bhalves.cu includes cuda_bf16.h, a CUDA library "
+    with pytest.raises(KernelCompileError, match=r"fp8.cu includes cuda_fp8.h, a CUDA library "
                                                  r"header the CPU emulator does not provide"):
-        load_kernel(src, "bhalves")
+        load_kernel(src, "fp8")
 
 
 def test_atomic_inc_and_dec_wrap_at_the_limit():

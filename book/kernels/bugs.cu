@@ -44,6 +44,12 @@ extern "C" __global__ void write_at(float* out, int offset) {
     out[offset + (int)threadIdx.x] = 1.0f;
 }
 
+// The same write through pointer arithmetic (no index for the emulator to check: its guard
+// regions and guard bytes find it).
+extern "C" __global__ void write_through(float* out, int offset) {
+    *(out + offset + (int)threadIdx.x) = 1.0f;
+}
+
 // Thread t reads in[offset + t].
 extern "C" __global__ void read_at(const float* in, float* out, int offset) {
     out[threadIdx.x] = in[offset + (int)threadIdx.x];
@@ -153,3 +159,28 @@ __device__ int deeper(int n, volatile int* sink) {
     return n + deeper(n + 1, sink) + frame[0];
 }
 extern "C" __global__ void endless_recursion(int* out) { out[threadIdx.x] = deeper(0, out); }
+
+// Writes through a const parameter, casting const away: a GPU would write the array; the
+// emulator reports it (the caller's array is not the kernel's to change).
+extern "C" __global__ void write_const(const float* in) {
+    ((float*)in)[threadIdx.x] = 0.0f;
+}
+
+// The classic reduction's last warp, as tutorials wrote it before Volta: lanes of a warp add
+// through volatile shared memory with no __syncwarp, trusting that they run in lockstep. On a
+// GPU it still gives the sum; since Volta nothing guarantees it (the check mode says so).
+extern "C" __global__ void warp_sync_sum(const float* in, float* out) {
+    __shared__ float s[64];
+    s[threadIdx.x] = in[threadIdx.x];
+    s[threadIdx.x + 32] = in[threadIdx.x + 32];
+    __syncthreads();
+    volatile float* v = s;
+    const unsigned t = threadIdx.x;
+    v[t] += v[t + 32];
+    v[t] += v[t + 16];
+    v[t] += v[t + 8];
+    v[t] += v[t + 4];
+    v[t] += v[t + 2];
+    v[t] += v[t + 1];
+    if (t == 0) out[0] = v[0];
+}

@@ -3,10 +3,13 @@
 Both backends start here (chapter 0 introduces the launch API that uses it):
 
 * :func:`read_source` expands the book's own ``#include "..."`` files into one text, with
-  ``#line`` markers so that compiler messages still name the original file and line. Both
-  compilers see the same text, and a change to an included helper changes every cache key.
-* :func:`kernel_signatures` finds each ``extern "C" __global__`` function and its parameters,
-  so that arguments are checked the same way before every launch on either backend.
+  ``#line`` markers so that compiler messages still name the original file and line, and
+  replaces the system headers the compilers lack (SYSTEM_HEADERS). Both compilers see the same
+  text, and a change to an included helper changes every cache key.
+* :func:`scan` finds each ``__global__`` function (extern "C" or not, templates too) and each
+  ``__constant__`` / ``__device__`` variable; :func:`kernel_signatures` and :func:`signature`
+  give a kernel's parameters, so that arguments are checked the same way before every launch
+  on either backend.
 * :func:`ptxas_report` compiles the source with NVRTC for a GPU architecture and reads ptxas's
   report (registers, shared memory, stack frame, spills) -- no GPU needed. The answer (report or
   compile error) is kept on disk under :func:`cache_dir`, keyed by the text, options, target and
@@ -27,20 +30,68 @@ import numpy as np
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
 
-# C type -> NumPy dtype of one element, and the number of such elements in the C type.
+# C type -> NumPy dtype (Linux LP64, on the host as in CUDA: long is 64-bit). The integer types'
+# other spellings (``long int``, ``unsigned short int``, ``signed``...) are read by _integer.
 SCALAR_TYPES = {
-    "float": np.float32, "double": np.float64,
-    "int": np.int32, "unsigned": np.uint32, "unsigned int": np.uint32,
-    "long long": np.int64, "long long int": np.int64,
-    "unsigned long long": np.uint64, "unsigned long long int": np.uint64, "size_t": np.uint64,
-    "short": np.int16, "unsigned short": np.uint16,
-    "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "bool": np.bool_,
+    "float": np.float32, "double": np.float64, "bool": np.bool_,
     "__half": np.float16, "half": np.float16,
+    "int": np.int32, "unsigned": np.uint32, "unsigned int": np.uint32,
+    "long": np.int64, "unsigned long": np.uint64,
+    "long long": np.int64, "long long int": np.int64,
+    "unsigned long long": np.uint64, "unsigned long long int": np.uint64,
+    "short": np.int16, "unsigned short": np.uint16,
+    "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8,
+    "int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32, "int64_t": np.int64,
+    "uint8_t": np.uint8, "uint16_t": np.uint16, "uint32_t": np.uint32, "uint64_t": np.uint64,
+    "size_t": np.uint64, "ptrdiff_t": np.int64, "ssize_t": np.int64, "intptr_t": np.int64,
+    "uintptr_t": np.uint64, "intmax_t": np.int64, "uintmax_t": np.uint64,
 }
-VECTOR_TYPES = {
-    "float2": (np.float32, 2), "float4": (np.float32, 4), "double2": (np.float64, 2),
-    "int2": (np.int32, 2), "int4": (np.int32, 4), "__half2": (np.float16, 2), "half2": (np.float16, 2),
-}
+VECTOR_TYPES = {"__half2": (np.float16, 2), "half2": (np.float16, 2)}
+"""CUDA's vector types beyond the pattern char1 .. double4 (_VECTOR): element type and count."""
+_VECTOR = re.compile(r"(u?)(char|short|int|long|longlong|float|double)([1-4])")
+_VECTOR_ELEMENT = {"char": np.int8, "short": np.int16, "int": np.int32, "long": np.int64,
+                   "longlong": np.int64, "float": np.float32, "double": np.float64}
+_INT_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
+
+
+def _integer(words: list[str]):
+    """The NumPy type of a C integer type spelled with the keywords signed, unsigned, short,
+    long, int and char in any order (``long unsigned int``), or None."""
+    if not words or set(words) - _INT_WORDS or words.count("signed") + words.count("unsigned") > 1:
+        return None
+    unsigned, longs = "unsigned" in words, words.count("long")
+    if "char" in words:
+        size = 8 if len(words) == 1 + ("signed" in words or unsigned) else 0
+    elif "short" in words:
+        size = 16 if longs == 0 and words.count("short") == 1 else 0
+    else:
+        size = {0: 32, 1: 64, 2: 64}.get(longs, 0)
+    if not size or words.count("int") > 1:
+        return None
+    return np.dtype(f"{'u' if unsigned else ''}int{size}").type
+
+
+def type_info(base: str) -> tuple[str, np.dtype, int, int] | None:
+    """(kind, element dtype, element count, alignment) of a C type that a kernel argument can
+    have: kind "scalar" (float, int64_t, unsigned long...) or "vector" (float4, uint2, __half2);
+    None for any other type. Vector alignments are CUDA's (vector_types.h): float2 8 bytes,
+    float4 16, float3 4 (its element's)."""
+    words = base.split()
+    if base in SCALAR_TYPES or _integer(words):
+        dtype = np.dtype(SCALAR_TYPES.get(base) or _integer(words))
+        return "scalar", dtype, 1, dtype.itemsize
+    if base in VECTOR_TYPES:
+        dtype, count = np.dtype(VECTOR_TYPES[base][0]), VECTOR_TYPES[base][1]
+        return "vector", dtype, count, dtype.itemsize * count
+    m = _VECTOR.fullmatch(base)
+    if m:
+        dtype = np.dtype(_VECTOR_ELEMENT[m.group(2)])
+        if m.group(1):
+            dtype = np.dtype(f"u{dtype.name}")
+        count = int(m.group(3))
+        align = dtype.itemsize * {1: 1, 2: 2, 3: 1, 4: 4}[count]
+        return "vector", dtype, count, min(align, 16)
+    return None
 
 
 class KernelSourceError(ValueError):
@@ -49,23 +100,37 @@ class KernelSourceError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter as declared: ``const float* __restrict__ A`` -> ctype 'const float*'."""
+    """One kernel parameter as declared: ``const float* __restrict__ A`` -> ctype 'const float*'.
+
+    ``kind`` is what the parameter's type is (a pointer's: what it points to): "scalar",
+    "vector" (float4...), "struct" (any other type, passed by value: its size is checked against
+    the compiler's sizeof) or "void" (``void*``: any array). ``problem`` says why the launcher
+    cannot pass it ("" where it can): loading that kernel raises KernelSourceError with it."""
 
     name: str
-    ctype: str          # as written, without __restrict__ (for messages)
-    base: str           # 'float', 'float4', 'int', ...
+    ctype: str          # const (of what a pointer points to) + base + "*" (for messages)
+    base: str           # 'float', 'float4', 'int64_t', 'Params', ...
     pointer: bool
+    kind: str = "scalar"
+    problem: str = ""
 
     @property
     def dtype(self) -> np.dtype:
-        base = VECTOR_TYPES[self.base][0] if self.base in VECTOR_TYPES else SCALAR_TYPES[self.base]
-        return np.dtype(base)
+        """The NumPy type of one element (a vector type's: of its components)."""
+        info = type_info(self.base)
+        return info[1] if info else np.dtype(np.uint8 if self.kind == "void" else np.void)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one element (16 for float4, 12 for float3)."""
+        info = type_info(self.base)
+        return info[1].itemsize * info[2] if info else 1
 
     @property
     def alignment(self) -> int:
-        """Bytes a pointer to this type must be aligned to (16 for float4)."""
-        width = VECTOR_TYPES[self.base][1] if self.base in VECTOR_TYPES else 1
-        return self.dtype.itemsize * width
+        """Bytes a pointer to this type must be aligned to (16 for float4, 4 for float3)."""
+        info = type_info(self.base)
+        return info[3] if info else 1
 
 
 def resolve(source: str | Path) -> Path:
@@ -79,26 +144,108 @@ def resolve(source: str | Path) -> Path:
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
+_SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([\w./]+)[>"]\s*(?://.*|/\*.*\*/\s*)?$')
+
+_INT_LIMITS = ("#define INT8_MIN (-128)\n#define INT8_MAX 127\n#define UINT8_MAX 255\n"
+               "#define INT16_MIN (-32768)\n#define INT16_MAX 32767\n#define UINT16_MAX 65535\n"
+               "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
+               "#define UINT32_MAX 4294967295U\n#define INT64_MIN (-9223372036854775807L - 1)\n"
+               "#define INT64_MAX 9223372036854775807L\n#define UINT64_MAX 18446744073709551615UL\n"
+               "#define SIZE_MAX UINT64_MAX")
+_STDINT = ("typedef signed char int8_t; typedef short int16_t; typedef int int32_t; "
+           "typedef long int64_t;\ntypedef unsigned char uint8_t; typedef unsigned short uint16_t; "
+           "typedef unsigned int uint32_t; typedef unsigned long uint64_t;\ntypedef long intptr_t; "
+           "typedef unsigned long uintptr_t; typedef long intmax_t; typedef unsigned long uintmax_t;\n"
+           "namespace std { using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t; "
+           "using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; using ::intptr_t; "
+           "using ::uintptr_t; using ::size_t; using ::ptrdiff_t; }\n" + _INT_LIMITS)
+_MATH = ("#define INFINITY __int_as_float(0x7f800000)\n#define NAN __int_as_float(0x7fffffff)\n"
+         "#define HUGE_VALF INFINITY\n#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)\n"
+         "#define M_E 2.7182818284590452354\n#define M_LOG2E 1.4426950408889634074\n"
+         "#define M_LOG10E 0.43429448190325182765\n#define M_LN2 0.69314718055994530942\n"
+         "#define M_LN10 2.30258509299404568402\n#define M_PI 3.14159265358979323846\n"
+         "#define M_PI_2 1.57079632679489661923\n#define M_PI_4 0.78539816339744830962\n"
+         "#define M_1_PI 0.31830988618379067154\n#define M_2_PI 0.63661977236758134308\n"
+         "#define M_2_SQRTPI 1.12837916709551257390\n#define M_SQRT2 1.41421356237309504880\n"
+         "#define M_SQRT1_2 0.70710678118654752440\nnamespace std { "
+         + " ".join(f"using ::{f};" for f in (
+             "abs fabs sqrt cbrt exp exp2 expm1 log log2 log10 log1p pow sin cos tan asin acos atan "
+             "atan2 sinh cosh tanh erf erfc tgamma lgamma floor ceil round trunc rint lround fmod "
+             "fmin fmax fma hypot copysign isnan isinf isfinite signbit min max").split()) + " }")
+_FLOAT = ("#define FLT_MAX 3.402823466e+38F\n#define FLT_MIN 1.175494351e-38F\n"
+          "#define FLT_TRUE_MIN 1.401298464e-45F\n#define FLT_EPSILON 1.192092896e-07F\n"
+          "#define FLT_MANT_DIG 24\n#define FLT_DIG 6\n#define FLT_MAX_EXP 128\n"
+          "#define FLT_MIN_EXP (-125)\n"
+          "#define DBL_MAX 1.7976931348623158e+308\n#define DBL_MIN 2.2250738585072014e-308\n"
+          "#define DBL_EPSILON 2.2204460492503131e-16\n#define DBL_MANT_DIG 53\n#define DBL_DIG 15")
+_LIMITS = ("#define CHAR_BIT 8\n#define SCHAR_MIN (-128)\n#define SCHAR_MAX 127\n#define UCHAR_MAX 255\n"
+           "#define CHAR_MIN SCHAR_MIN\n#define CHAR_MAX SCHAR_MAX\n#define SHRT_MIN (-32768)\n"
+           "#define SHRT_MAX 32767\n#define USHRT_MAX 65535\n#define INT_MIN (-2147483647 - 1)\n"
+           "#define INT_MAX 2147483647\n#define UINT_MAX 4294967295U\n"
+           "#define LONG_MIN (-9223372036854775807L - 1)\n#define LONG_MAX 9223372036854775807L\n"
+           "#define ULONG_MAX 18446744073709551615UL\n#define LLONG_MIN (-9223372036854775807LL - 1)\n"
+           "#define LLONG_MAX 9223372036854775807LL\n#define ULLONG_MAX 18446744073709551615ULL")
+_STDDEF = "namespace std { using ::size_t; using ::ptrdiff_t; }"
+SYSTEM_HEADERS = {
+    **dict.fromkeys(("cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
+                     "device_functions.h", "vector_types.h"), None),
+    **dict.fromkeys(("stdio.h", "cstdio", "stdlib.h", "cstdlib", "string.h", "cstring", "assert.h",
+                     "cassert", "stdbool.h"), ""),
+    "stdint.h": _STDINT, "cstdint": _STDINT, "math.h": _MATH, "cmath": _MATH,
+    "float.h": _FLOAT, "cfloat": _FLOAT, "limits.h": _LIMITS, "climits": _LIMITS,
+    "stddef.h": _STDDEF, "cstddef": _STDDEF,
+}
+"""Headers a learner's kernel includes that the book's compilers lack, and what replaces them.
+None: CUDA's runtime headers, whose kernel-side contents (threadIdx, vector types, atomics...)
+both compilers have built in: the line becomes a comment. A text: a C library header that
+NVRTC (the GPU compiler, which has no C or C++ library headers) lacks but whose functions it has
+built in (printf, sqrtf, memcpy, assert): NVRTC gets the text (typedefs and macros: int32_t,
+INT_MAX, FLT_MAX, M_PI...), the emulator's C++ compiler the header itself."""
 
 
-def read_source(path: Path, _seen: tuple[Path, ...] = ()) -> str:
-    """The file's text with its local ``#include "x"`` files expanded in place."""
+def _system_header(name: str, line: str, lineno: int, filename: str) -> list[str] | None:
+    """The lines that replace ``#include <name>`` (see SYSTEM_HEADERS), or None to keep it."""
+    if name not in SYSTEM_HEADERS:
+        return None
+    rtc = SYSTEM_HEADERS[name]
+    if rtc is None:
+        return [f"// {line.strip()}: dropped (the kernel compilers have CUDA's built-ins)"]
+    return [f"// {line.strip()}: NVRTC has no C library headers; its built-ins and these lines",
+            "#ifdef __CUDACC_RTC__", *rtc.splitlines(), "#else", line.strip(), "#endif",
+            f'#line {lineno + 1} "{filename}"']
+
+
+def read_source(path: Path, _seen: tuple[Path, ...] = (), files: list | None = None) -> str:
+    """The file's text with its local ``#include "x"`` files expanded in place, and the system
+    headers of SYSTEM_HEADERS replaced (``#line`` markers keep every line's number). ``files``
+    gets the path of every file read."""
     if path in _seen:
         raise KernelSourceError(f"{path.name}: circular #include")
+    if files is not None:
+        files.append(path)
     out = [f'#line 1 "{path.name}"']
     for lineno, line in enumerate(path.read_text().splitlines(), start=1):
         match = _INCLUDE.match(line)
-        if match:
+        system = _SYSTEM_INCLUDE.match(line)
+        replaced = system and _system_header(system.group(1), line, lineno, path.name)
+        if replaced:
+            out += replaced
+        elif match:
             inc = path.parent / match.group(1)
             if not inc.is_file():
                 inc = KERNEL_DIR / match.group(1)
             if not inc.is_file():
                 raise KernelSourceError(f"{path.name}:{lineno}: cannot find #include \"{match.group(1)}\"")
-            out.append(read_source(inc, _seen + (path,)))
+            out.append(read_source(inc, _seen + (path,), files))
             out.append(f'#line {lineno + 1} "{path.name}"')
         else:
             out.append(line)
     return "\n".join(out) + "\n"
+
+
+def source_files(text: str) -> set[str]:
+    """The names of the files whose lines ``text`` (from read_source) holds."""
+    return set(re.findall(r'^#line \d+ "([^"]+)"', text, re.M))
 
 
 def strip_comments(text: str) -> str:
@@ -107,33 +254,310 @@ def strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*", "", text)
 
 
-_KERNEL = re.compile(
-    r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+'
-    r'(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)')
+# ---- kernel signatures, and the variables set from Python -------------------------------------
+
+_MASKED = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|'
+                     r'^[ \t]*#(?:[^\n]*\\\n)*[^\n]*', re.M | re.S)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([\w: ]+?)[ \t]*$", re.M)
 
 
-def _parse_param(text: str, kernel: str) -> Param:
-    words = text.replace("*", " * ").replace("__restrict__", " ").replace("__restrict", " ").split()
-    if len(words) < 2:
-        raise KernelSourceError(f"{kernel}: cannot read parameter {text.strip()!r}")
-    name, words = words[-1], words[:-1]
-    pointer = words.count("*")
-    base = " ".join(w for w in words if w not in ("const", "volatile", "*"))
-    if pointer > 1 or (base not in SCALAR_TYPES and base not in VECTOR_TYPES):
-        raise KernelSourceError(f"{kernel}: parameter {text.strip()!r} has a type the launcher "
-                                f"does not support")
-    ctype = " ".join(w for w in words if w != "*") + ("*" if pointer else "")
-    return Param(name=name, ctype=ctype, base=base, pointer=bool(pointer))
+def _mask(text: str) -> str:
+    """Comments, literals and preprocessor lines blanked, line breaks kept, so that the braces
+    and semicolons in them do not count ("C" kept, for extern "C")."""
+    def blank(m: re.Match) -> str:  # the same length: positions stay those of ``text``
+        s = m.group(0)
+        if s[0] in "\"'":
+            return s if s == '"C"' else s[0] + " " * (len(s) - 2) + s[0]
+        return re.sub(r"[^\n]", " ", s)
+    return _MASKED.sub(blank, text)
 
 
-def kernel_signatures(text: str) -> dict[str, tuple[Param, ...]]:
-    """Every ``extern "C" __global__ void name(...)`` in the text -> its parameters."""
-    found = {}
-    for match in _KERNEL.finditer(strip_comments(text)):
-        name, params = match.group(1), match.group(2).strip()
-        items = [] if params in ("", "void") else params.split(",")
-        found[name] = tuple(_parse_param(p, name) for p in items)
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at each ``sep`` outside (), [], {} and <>."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{<"
+        depth -= ch in ")]}>"
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def _close(text: str, i: int) -> int:
+    """The index of the bracket that closes the one at ``i`` (len(text) if none)."""
+    pair = {"(": ")", "[": "]", "{": "}", "<": ">"}[text[i]]
+    depth = 0
+    for j in range(i, len(text)):
+        depth += text[j] == text[i]
+        depth -= text[j] == pair
+        if depth == 0:
+            return j
+    return len(text)
+
+
+def _drop_calls(text: str, names: tuple[str, ...]) -> str:
+    """``text`` without ``name(...)`` for each of ``names`` (nested parentheses included)."""
+    for m in reversed(list(re.finditer(r"\b(?:%s)\s*\(" % "|".join(names), text))):
+        text = text[:m.start()] + " " + text[_close(text, m.end() - 1) + 1:]
+    return text
+
+
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__",
+               "register", "struct", "class", "union", "enum", "typename"}
+
+
+def _parse_param(text: str, index: int, kernel: str, aliases: dict[str, str]) -> Param:
+    """One parameter's declaration (``const float in[]``, ``long n``, ``Params p``) -> Param;
+    ``aliases`` maps typedefs, #defines and template parameters to the types they name."""
+    decl = _split_top(" ".join(text.split()), "=")[0].strip()  # a default value dropped
+    dims = re.search(r"(\s*\[[^\[\]]*\])+$", decl)
+    extents = re.findall(r"\[", dims.group(0)) if dims else []
+    decl = decl[:dims.start()] if dims else decl
+    tokens = re.findall(r"[A-Za-z_][\w:]*|\*|&", decl)
+    words = [t for t in tokens if t not in _QUALIFIERS and t not in "*&"]
+    name = f"arg{index}"  # (a parameter may have no name)
+    if len(words) >= 2 and tokens[-1] == words[-1] and words[-1] not in _INT_WORDS | {"float",
+                                                                                     "double", "bool"}:
+        name, tokens = words[-1], tokens[:-1]
+    for _ in range(8):  # typedefs of typedefs
+        if not any(t in aliases for t in tokens):
+            break
+        tokens = [x for t in tokens for x in (re.findall(r"[A-Za-z_][\w:]*|\*|&", aliases[t])
+                                              if t in aliases else [t])]
+    words = [t for t in tokens if t not in _QUALIFIERS and t not in "*&"]
+    words = [w[5:] if w.startswith("std::") else w.lstrip(":") for w in words]
+    stars = tokens.count("*") + (1 if extents else 0)
+    first_star = tokens.index("*") if "*" in tokens else len(tokens)
+    const = "const" in tokens[:first_star]
+    base = " ".join(words)
+    info = type_info(base)
+    kind = info[0] if info else "void" if base == "void" else "struct"
+    ctype = ("const " if const else "") + base + ("*" if stars else "")
+    where = f"{kernel}: parameter {index} '{' '.join(text.split())}'"
+    problem = ""
+    if "&" in tokens:
+        problem = f"{where} is a reference; a kernel takes values and pointers"
+    elif len(extents) > 1:
+        problem = (f"{where} is an array of arrays, which the launcher does not pass: declare it "
+                   f"{base}* and index it [row * cols + col]")
+    elif stars > 1:
+        problem = f"{where} is a pointer to pointers, which the launcher does not pass"
+    elif not words or (kind == "void" and not stars):
+        problem = f"{where} cannot be read"
+    elif stars and kind == "struct":
+        problem = (f"{where} points to {base}, a type whose arrays the launcher cannot check: "
+                   f"pass arrays of float, double, integer, half or vector types (float4...), "
+                   f"or void* for any array")
+    return Param(name=name, ctype=ctype, base=base, pointer=bool(stars), kind=kind, problem=problem)
+
+
+@dataclass(frozen=True)
+class KernelDecl:
+    """A ``__global__`` function as the source declares it."""
+
+    name: str                  # how load_kernel names it: "k", or "ns::k" in a namespace
+    qualified: str             # how C++ names it from the global namespace: "::k", "::ns::k"
+    extern_c: bool             # C linkage: its name on the GPU is its own (else mangled)
+    template: tuple[tuple[str, str, str | None], ...] | None  # (typename | value, name, default)
+    param_texts: tuple[str, ...]
+    line: int
+    file: str
+
+    def template_text(self) -> str:
+        return "template <" + ", ".join(f"{k} {n}" + (f" = {d}" if d else "")
+                                        for k, n, d in self.template) + ">"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A ``__constant__`` or ``__device__`` variable at namespace scope."""
+
+    name: str          # "coef", or "ns::coef" in a namespace
+    base: str          # its element type as written ("float")
+    const: bool
+    line: int
+    file: str
+
+
+@dataclass
+class Source:
+    """What :func:`scan` finds in a source: its kernels, its variables and its type names."""
+
+    kernels: dict[str, KernelDecl]
+    variables: dict[str, Variable]
+    aliases: dict[str, str]
+    problems: dict[str, str]   # a kernel name -> why it cannot be loaded (e.g. overloaded)
+
+
+def _line_of(text: str, pos: int) -> tuple[int, str]:
+    """(line, file) of ``pos`` in read_source's text, from its ``#line`` markers."""
+    line, file = text.count("\n", 0, pos) + 1, "?"
+    marker = None
+    for marker in re.finditer(r'^#line (\d+) "([^"]+)"', text[:pos], re.M):
+        pass
+    if marker:
+        line = int(marker.group(1)) + text.count("\n", marker.end() + 1, pos)
+        file = marker.group(2)
+    return line, file
+
+
+def scan(text: str, defines: dict[str, str] | None = None) -> Source:
+    """The kernels (templates included) and the namespace-scope ``__constant__`` / ``__device__``
+    variables of a source, however they are laid out: inside ``extern "C" { ... }`` blocks and
+    namespaces, after ``template <...>``, with ``__launch_bounds__((BM * BN) / 256, 1)``
+    before or after ``void``, with device functions and structs between them."""
+    masked = _mask(text)
+    aliases = {k: v for k, v in _DEFINE.findall(strip_comments(text)) if type_info(v.strip())}
+    aliases.update({k: str(v) for k, v in (defines or {}).items() if type_info(str(v).strip())})
+    found = Source({}, {}, aliases, {})
+    scopes: list[str] = []  # '"C"' for an extern "C" block, else a namespace's name
+    start = depth = i = 0
+    while i < len(masked):
+        ch = masked[i]
+        depth += ch in "(["
+        depth -= ch in ")]"
+        if depth or ch not in ";{}":
+            i += 1
+            continue
+        chunk = masked[start:i]
+        head = " ".join(chunk.split())
+        if ch == "{" and head == 'extern "C"':
+            scopes.append('"C"')
+        elif ch == "{" and re.fullmatch(r"(?:inline )?namespace(?: [\w:]+)?", head):
+            scopes.append(head.split()[-1] if head.split()[-1] != "namespace" else "")
+        elif ch == "}":
+            if scopes:
+                scopes.pop()
+        else:
+            _declaration(text, masked, chunk, start, scopes, found)
+            if ch == "{":
+                i = _close(masked, i)
+        start = i + 1
+        i += 1
     return found
+
+
+def _declaration(text, masked, chunk, start, scopes, found: Source) -> None:
+    """Records the kernel, the variables or the typedef that ``chunk`` declares."""
+    words = re.findall(r"[\w:]+", chunk)
+    if not words:
+        return
+    pos = start + len(chunk) - len(chunk.lstrip())
+    namespaces = [s for s in scopes if s != '"C"']
+    if "__global__" in words:
+        _kernel(chunk, _line_of(text, pos), scopes, found)
+    elif words[0] == "typedef" and "(" not in chunk and len(words) >= 3:
+        if type_info(words[-1]) is None:  # (int32_t stays int32_t in messages)
+            found.aliases[words[-1]] = " ".join(chunk.split()[1:-1])
+    elif words[0] == "enum" and len(words) >= 2 and "(" not in chunk:  # an int, or its given type
+        name, _, underlying = chunk.partition(":")
+        found.aliases[name.split()[-1]] = underlying.strip() or "int"
+    elif words[0] == "using" and "=" in chunk and "(" not in chunk:
+        if type_info(words[1]) is None:
+            found.aliases[words[1]] = chunk.split("=", 1)[1].strip()
+    elif ({"__constant__", "__device__", "__managed__"} & set(words) and "extern" not in words
+          and "template" not in words):
+        decls = _split_top(_drop_calls(chunk, ("__align__", "alignas", "__attribute__")))
+        decls = [_split_top(d, "=")[0] for d in decls]
+        if any("(" in re.sub(r"\[[^\]]*\]", "", d) for d in decls):
+            return  # a function's declaration
+        first = re.findall(r"[A-Za-z_][\w:]*|\*", decls[0].split("[")[0])
+        names = [re.findall(r"[A-Za-z_]\w*", d.split("[")[0])[-1:] for d in decls]
+        if not names[0] or len(first) < 2:
+            return
+        base_words = [w for w in first[:-1] if w not in _QUALIFIERS | {"__constant__", "__device__",
+                                                                       "__managed__", "static"}]
+        for n in names:
+            if n:
+                name = "::".join(namespaces + n)
+                found.variables[name] = Variable(name, " ".join(base_words), "const" in first,
+                                                 *_line_of(text, pos))
+
+
+def _kernel(chunk: str, where: tuple[int, str], scopes: list[str], found: Source) -> None:
+    text = " ".join(chunk.split())
+    template = None
+    m = re.match(r"template\s*<", text)
+    if m:
+        close = _close(text, m.end() - 1)
+        template = tuple(_template_param(p) for p in _split_top(text[m.end():close]) if p.strip())
+        text = text[close + 1:]
+    extern_c = '"C"' in scopes or bool(re.search(r'\bextern\s*"C"', text))
+    text = _drop_calls(re.sub(r'\bextern\s*"C"', " ", text),
+                       ("__launch_bounds__", "__maxnreg__", "__cluster_dims__", "__attribute__",
+                        "__declspec")).rstrip()
+    if not text.endswith(")"):
+        return
+    depth, open_ = 0, None
+    for j in range(len(text) - 1, -1, -1):  # the parameter list's "("
+        depth += text[j] == ")"
+        depth -= text[j] == "("
+        if depth == 0:
+            open_ = j
+            break
+    head = re.findall(r"[A-Za-z_][\w:]*", text[:open_])
+    if not head or head[-1] == "__global__":
+        return
+    params = text[open_ + 1:-1].strip()
+    namespaces = [s for s in scopes if s != '"C"' and s]
+    name = head[-1].lstrip(":")
+    qualified = "::" + "::".join(namespaces + [name])
+    if not extern_c:
+        name = "::".join(namespaces + [name])
+    decl = KernelDecl(name, qualified, extern_c, template,
+                      tuple(() if params in ("", "void") else _split_top(params)), *where)
+    earlier = found.kernels.get(name)
+    if earlier and not extern_c and (earlier.template != template or [
+            p.ctype for p in signature(found, earlier)] != [p.ctype for p in signature(found, decl)]):
+        found.problems[name] = (f"{name} is overloaded ({earlier.file}:{earlier.line} and "
+                                f"{decl.file}:{decl.line}): the launcher needs one kernel of each "
+                                f"name; give each its own name, or an extern \"C\" wrapper")
+    found.kernels[name] = decl
+
+
+def _template_param(text: str) -> tuple[str, str, str | None]:
+    """``typename T = float`` -> ("typename", "T", "float"); ``int BM`` -> ("int", "BM", None)."""
+    decl, *default = _split_top(" ".join(text.split()), "=")
+    words = decl.split()
+    kind = "typename" if words[0] in ("typename", "class") else " ".join(words[:-1])
+    return kind, words[-1], default[0].strip() if default else None
+
+
+def kernel_signatures(text: str, defines: dict[str, str] | None = None) -> dict[str, tuple[Param, ...]]:
+    """Every kernel that is no template -> its parameters (extern "C" or not, in an
+    ``extern "C" { }`` block or a namespace: see :func:`scan`)."""
+    found = scan(text, defines)
+    return {name: signature(found, decl) for name, decl in found.kernels.items()
+            if decl.template is None}
+
+
+def signature(found: Source, decl: KernelDecl,
+              arguments: dict[str, str] | None = None) -> tuple[Param, ...]:
+    """A kernel's parameters, with a template's ``arguments`` ({parameter: argument}) in place."""
+    aliases = {**found.aliases, **(arguments or {})}
+    return tuple(_parse_param(p, i, decl.name, aliases) for i, p in enumerate(decl.param_texts, 1))
+
+
+def template_arguments(decl: KernelDecl, expression: str) -> dict[str, str]:
+    """``k<128, float>`` -> {"BM": "128", "T": "float"} for ``template <int BM, typename T>``;
+    KernelSourceError where the arguments do not fit the template."""
+    m = re.fullmatch(r"\s*[\w:]+\s*<(.*)>\s*", expression, re.S)
+    given = [a.strip() for a in _split_top(m.group(1))] if m and m.group(1).strip() else []
+    least = sum(d is None for _, _, d in decl.template)
+    if not least <= len(given) <= len(decl.template):
+        count = f"{least} to {len(decl.template)}" if least < len(decl.template) else str(least)
+        raise KernelSourceError(
+            f"{expression!r}: {decl.name} is {decl.template_text()} ({decl.file}, line "
+            f"{decl.line}): give {count} template argument{'s' * (count != '1')}, as in "
+            f"load_kernel(src, \"{example(decl)}\")")
+    return {n: (given[i] if i < len(given) else d) for i, (_, n, d) in enumerate(decl.template)}
+
+
+def example(decl: KernelDecl) -> str:
+    """A name expression that instantiates the template ``decl``: ``k<128, float>``."""
+    return decl.name + "<" + ", ".join(d or ("float" if k == "typename" else "128")
+                                       for k, _, d in decl.template) + ">"
 
 
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
@@ -167,9 +591,10 @@ def parse_ptxas_log(log: str) -> dict[str, dict]:
     return report
 
 
-FP16_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](cuda_fp16\.h(?:pp)?)[>"]', re.M)
-"""``#include <cuda_fp16.h>``: NVRTC gets the CUDA headers' folder for it (header_options); the
-emulator drops the line (cuda_emu.h provides the header's basics)."""
+FP16_INCLUDE = re.compile(
+    r'^[ \t]*#[ \t]*include[ \t]*[<"]((?:cuda_fp16|cuda_bf16)\.h(?:pp)?)[>"]', re.M)
+"""``#include <cuda_fp16.h>`` or ``<cuda_bf16.h>``: NVRTC gets the CUDA headers' folder for it
+(header_options); the emulator drops the line (cuda_emu.h provides the headers' types)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -201,24 +626,29 @@ def header_options(text: str) -> tuple[str, ...]:
     return (f"-I{folder}",) if folder else ()
 
 
-def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str = "sm_90") -> dict[str, dict]:
+def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str = "sm_90",
+                 names: tuple[str, ...] = ()) -> dict[str, dict]:
     """Compile with NVRTC for ``arch`` and return ptxas's resource report for every kernel.
 
     Works without a GPU: NVRTC is a library (the pip package nvidia-cuda-nvrtc-cu12 provides it
-    for CuPy). Raises RuntimeError naming the cause where NVRTC cannot be loaded.
+    for CuPy). Raises RuntimeError naming the cause where NVRTC cannot be loaded. ``names``: the
+    name expressions of kernels without C linkage (``k``, ``k<128, float>``), reported under
+    those names instead of their mangled ones. Functions without __device__ are device functions,
+    as in CuPy's compiles.
     """
     try:
         from cupy.cuda import nvrtc
         version = ".".join(map(str, nvrtc.getVersion()))
     except Exception as exc:  # CuPy missing, or NVRTC library missing
         raise RuntimeError(f"the GPU compiler (NVRTC through CuPy) is not available: {exc}") from exc
-    flags = [f"-arch={arch}", "-Xptxas=-v", *options]
-    key = hashlib.sha256("\0".join([text, filename, version, *flags]).encode()).hexdigest()[:32]
+    flags = [f"-arch={arch}", "-Xptxas=-v", "--device-as-default-execution-space", *options]
+    key = hashlib.sha256("\0".join([text, filename, version, *flags, "names:", *names]).encode()
+                         ).hexdigest()[:32]
     stored = cache_dir("nvrtc") / f"{Path(filename).stem}-{key}.json"
     try:
         answer = json.loads(stored.read_text())
     except (OSError, ValueError):
-        answer = _nvrtc_answer(nvrtc, text, filename, flags)
+        answer = _nvrtc_answer(nvrtc, text, filename, flags, names)
         with tempfile.NamedTemporaryFile("w", dir=stored.parent, delete=False) as tmp:
             json.dump(answer, tmp)
         os.replace(tmp.name, stored)  # atomic: another process reads all of it or none
@@ -226,22 +656,61 @@ def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str =
         hint = ("\n(cuda_fp16.h is one of the CUDA toolkit's headers, and none was found: install "
                 "nvidia-cuda-runtime-cu12 as requirements.txt does, or set CUDA_PATH to a CUDA "
                 "toolkit)" if "cuda_fp16.h" in answer["error"] and cuda_include_dir() is None else "")
-        raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{answer['error']}{hint}")
+        raise KernelSourceError(f"{filename} does not compile (NVRTC):\n{answer['error']}{hint}"
+                                f"{compile_hint(answer['error'])}")
     if not answer["report"]:  # seen with CUDA 13's NVRTC: it no longer passes ptxas -v output
         raise RuntimeError(f"NVRTC {version} returned no ptxas report")
     return answer["report"]
 
 
-def _nvrtc_answer(nvrtc, text: str, filename: str, flags: list[str]) -> dict:
+def _nvrtc_answer(nvrtc, text: str, filename: str, flags: list[str], names=()) -> dict:
     """{"report": ptxas's report} or {"error": NVRTC's log}, from one NVRTC compile."""
     prog = nvrtc.createProgram(text, filename, [], [])
     try:
+        for name in names:
+            nvrtc.addNameExpression(prog, name)
         nvrtc.compileProgram(prog, flags)
-        return {"report": parse_ptxas_log(nvrtc.getProgramLog(prog))}
+        report = parse_ptxas_log(nvrtc.getProgramLog(prog))
+        for name in names:
+            lowered = nvrtc.getLoweredName(prog, name)
+            if lowered in report:
+                report[name] = report.pop(lowered)
+        return {"report": report}
     except nvrtc.NVRTCError:
         return {"error": nvrtc.getProgramLog(prog)}
     finally:
         nvrtc.destroyProgram(prog)
+
+
+_MISSING_HEADER = re.compile(r'(?:cannot|could not) open source file "([^"]+)"')
+_WARNING = re.compile(r"^(?P<file>[^:(\n]+)(?::(?P<line>\d+):(?:\d+:)?|\((?P<nline>\d+)\):) "
+                      r"warning(?: #[\w-]+)?: (?P<text>.*)$", re.M)
+
+
+def compile_hint(log: str) -> str:
+    """A line to add to NVRTC's compile errors where they have a known way around ("" if not)."""
+    m = _MISSING_HEADER.search(log)
+    if m:
+        return (f"\n(NVRTC, the GPU compiler, finds no header {m.group(1)}: it has none of the C++ "
+                f"standard library's headers. Drop the #include and use CUDA's built-ins (min, max, "
+                f"sqrtf, printf...) or code of your own; the book replaces the C library's headers "
+                f"(cstdio, cstdint, cmath, climits, cfloat...) and CUDA's runtime headers itself. A "
+                f"header of your own: #include \"it.cuh\" with quotes, beside the .cu file.)")
+    return ""
+
+
+def compiler_warnings(log: str, text: str, compiler: str) -> list[str]:
+    """The warnings of a compiler's ``log`` (g++'s ``f.cu:12:5: warning: ...``, NVRTC's
+    ``f.cu(12): warning #549-D: ...``) about lines of the source's own files, as
+    ``"f.cu:12: ... (compiler)"``; the emulator's headers' own are left out."""
+    files, found = source_files(text), []
+    for m in _WARNING.finditer(log):
+        if m.group("file") in files:
+            line = (f"{m.group('file')}:{m.group('line') or m.group('nline')}: "
+                    f"{m.group('text')} ({compiler})")
+            if line not in found:
+                found.append(line)
+    return found
 
 
 def cache_dir(kind: str) -> Path:

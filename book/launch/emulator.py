@@ -2,11 +2,15 @@
 
 Used by :mod:`book.runtime` when there is no GPU (chapter 0 explains the two backends). Each
 (source, defines) pair becomes one shared library exporting ``cuda_emu_launch_<kernel>`` for
-every kernel in the file; libraries are cached on disk by a hash of everything that goes into
-them (source text, defines, header, compiler and flags), so a second run does not recompile.
+every kernel in the file (``cuda_emu_sizes_<kernel>``: its parameters' sizes), and
+``cuda_emu_symbol_<variable>`` (its address) for every ``__constant__`` / ``__device__``
+variable; libraries are cached on disk by a hash of everything that goes into them (source
+text, defines, header, compiler and flags), so a second run does not recompile. The compiler's
+warnings about the source's own lines are kept beside the library and shown at every load.
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
@@ -15,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from . import cuda_source
@@ -34,6 +38,12 @@ def header_text() -> str:
 # -ffp-contract=off: a * b + c is never fused into an FMA (chapter 7 compares with the GPU's FMA).
 FLAGS = ("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
          "-Wno-unknown-pragmas", "-Wno-attributes")
+WARNINGS = ("-Wuninitialized", "-Wsequence-point", "-Wsizeof-pointer-div",
+            "-Wsizeof-pointer-memaccess", "-Wint-in-bool-context", "-Warray-bounds", "-Wreturn-type")
+"""The compiler's warnings shown to the learner (only about lines of the kernel's own source): a
+variable read before it is set (``float acc; acc += ...``), ``i = i++``, ``sizeof(p) /
+sizeof(p[0])`` of a pointer, a constant index past a local array, a function that does not
+return its value."""
 COMPILES = {"count": 0}  # number of real compiler runs in this process (tests read it)
 
 # What the header needs from the C++ library; a compiler whose library lacks it is skipped.
@@ -93,18 +103,76 @@ def compiler() -> tuple[tuple[str, ...], str]:
                            "\nTried:\n  " + "\n  ".join(tried))
 
 
-def _wrapper(text: str, kernels, check: bool = False) -> str:
-    exports = "\n".join(
-        f'extern "C" int cuda_emu_launch_{k}(const unsigned* cuda_emu_grid, '
-        f'const unsigned* cuda_emu_block, std::size_t cuda_emu_smem, void** cuda_emu_args, '
-        f'unsigned cuda_emu_workers, char* cuda_emu_err, std::size_t cuda_emu_err_size, '
-        f'void* cuda_emu_fault) '
-        f'{{ return ::cuda_emu::launch(::{k}, cuda_emu_grid, cuda_emu_block, cuda_emu_smem, '
-        f'cuda_emu_args, cuda_emu_workers, cuda_emu_err, cuda_emu_err_size, cuda_emu_fault); }}'
-        for k in kernels)  # the parameters' names cannot shadow a kernel's (a kernel named g)
+_SIZES = """template <class... P>
+std::size_t cuda_emu_param_sizes(void (*)(P...), std::size_t* out) {
+    std::size_t i = 0;
+    ((out[i++] = sizeof(std::decay_t<P>)), ...);
+    return i;
+}"""
+
+
+def export_id(name: str) -> str:
+    """The part of a C export's name that stands for a kernel or variable: its own name, or for
+    ``k<128, float>`` and ``ns::k`` one made of its letters and a hash of the whole."""
+    if re.fullmatch(r"[A-Za-z_]\w*", name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return re.sub(r"\W+", "_", name).strip("_") + "_" + digest
+
+
+def _wrapper(text: str, kernels: dict[str, str], variables: dict[str, str] | None = None,
+             check: bool = False) -> str:
+    """The unit the compiler builds: the emulated source, then for each kernel (export id ->
+    its C++ name: ``::k``, ``::k<128, float>``) its launch and the sizes of its parameters, and
+    for each variable its address and size."""
+    exports = [_SIZES]
+    for k, fn in kernels.items():  # the parameters' names cannot shadow a kernel's (one named g)
+        exports += [
+            f'extern "C" int cuda_emu_launch_{k}(const unsigned* cuda_emu_grid, '
+            f'const unsigned* cuda_emu_block, std::size_t cuda_emu_smem, void** cuda_emu_args, '
+            f'unsigned cuda_emu_workers, char* cuda_emu_err, std::size_t cuda_emu_err_size, '
+            f'void* cuda_emu_fault) '
+            f'{{ return ::cuda_emu::launch(&{fn}, cuda_emu_grid, cuda_emu_block, cuda_emu_smem, '
+            f'cuda_emu_args, cuda_emu_workers, cuda_emu_err, cuda_emu_err_size, cuda_emu_fault); }}',
+            f'extern "C" std::size_t cuda_emu_sizes_{k}(std::size_t* out) '
+            f'{{ return cuda_emu_param_sizes(&{fn}, out); }}']
+    for v, var in (variables or {}).items():
+        exports += [f'extern "C" void* cuda_emu_symbol_{v}() {{ return (void*)&{var}; }}',
+                    f'extern "C" std::size_t cuda_emu_symbol_size_{v}() {{ return sizeof({var}); }}']
     mode = "#define CUDA_EMU_CHECK 1\n" if check else ""  # the check mode's extra checks
     return (f'{mode}#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n'
-            f'{exports}\n')
+            + "\n".join(exports) + "\n")
+
+
+_UNDECLARED = re.compile(r"error: (?:[‘'](\w+)[’'] (?:was not declared in this scope|does not name a "
+                         r"type|has not been declared)|there are no arguments to [‘'](\w+)[’']|"
+                         r"use of undeclared identifier '(\w+)'|unknown type name '(\w+)')")
+"""g++'s and clang's errors about an unknown name (g++ quotes with ‘’ in a UTF-8 locale)."""
+_CUDA_LOOKING = re.compile(
+    r"__\w+|make_\w+|u?(?:char|short|int|long|longlong|float|double)[1-4]|half2?|nv_\w+|atomic\w+|"
+    r"\w+_sync|cuda\w+|tex\w+|surf\w+|h2?(?:exp|exp2|exp10|log|log2|log10|sqrt|rsqrt|rcp|sin|cos|"
+    r"tanh|floor|ceil|trunc|rint|abs|max|min|fma|neg)|(?:erfc?inv|normcdf|normcdfinv|rcbrt|sinpi|"
+    r"cospi|sincospi|sincos|exp10|rsqrt|norm3d|norm4d|rnorm3d|rnorm4d|norm|rnorm|rhypot|erfcx|"
+    r"cyl_bessel_i[01]|[jy][01n]|fdivide|scalbn|frexp|ldexp|nextafter|remquo)f?")
+"""An identifier that looks like one of CUDA's built-ins: its intrinsics (``__double_as_longlong``),
+vector types and their make_ functions, atomics, warp functions, half and math API functions."""
+
+
+def missing_builtin_hint(log: str) -> str:
+    """A line naming the CUDA built-ins among the identifiers the compiler did not know (``""``
+    where none looks like one): the emulator lacks them, a GPU has them."""
+    names = []
+    for m in _UNDECLARED.finditer(log):
+        name = next(g for g in m.groups() if g)
+        if _CUDA_LOOKING.fullmatch(name) and name not in names:
+            names.append(name)
+    if not names:
+        return ""
+    listed, one = ", ".join(f"`{n}`" for n in names[:4]), len(names) == 1
+    return (f"\n(hint: {listed} look{'s like a' if one else ' like'} CUDA built-in"
+            f"{'' if one else 's'} that the CPU emulator does not provide: run the kernel on a GPU, "
+            f"or write {'it' if one else 'them'} in plain C++, as "
+            f"{'a __device__ function' if one else '__device__ functions'} of your own)")
 
 
 class CompileError(RuntimeError):
@@ -115,7 +183,8 @@ _lock = threading.Lock()
 
 
 def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp") -> Path:
-    """Compile ``unit`` into a shared library in the cache (once per content hash); its path."""
+    """Compile ``unit`` into a shared library in the cache (once per content hash); its path.
+    The compiler's warnings, if any, are kept beside it (``<library>.log``)."""
     cmd, version = compiler()
     key = hashlib.sha256("\0".join([unit, header_text(), " ".join(cmd), version,
                                     *args]).encode()).hexdigest()[:32]
@@ -133,24 +202,73 @@ def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp") -
             if proc.returncode != 0:
                 raise CompileError(f"{stem}: the C++ compiler ({' '.join(cmd)}) failed:\n"
                                    f"{proc.stderr.strip()}")
+            if proc.stderr.strip():  # its warnings, for every later load (written first)
+                log = lib.with_suffix(f".{os.getpid()}.log.tmp")
+                log.write_text(proc.stderr)
+                os.replace(log, lib.with_suffix(".log"))
             os.replace(out, lib)  # atomic: a crash never leaves half a library in the cache
     return lib
 
 
 class CpuModule:
-    """One compiled source on the CPU: launch any of its kernels (in the worker process)."""
+    """One compiled source on the CPU: launch any of its kernels (in the worker process).
 
-    def __init__(self, text: str, filename: str, kernels, defines: dict[str, str]):
-        args = [*FLAGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
+    ``kernels``: load_kernel's name of each kernel -> its C++ name (``::k``, ``::ns::k``,
+    ``::k<128, float>``); ``variables``: the names of its ``__constant__`` / ``__device__``
+    variables, whose values set from Python (``symbols``) the worker writes before each launch."""
+
+    def __init__(self, text: str, filename: str, kernels: dict[str, str], variables: list[str],
+                 defines: dict[str, str]):
+        args = [*FLAGS, *WARNINGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
         self.check = checking()
         stem = Path(filename).stem + ("-check" if self.check else "")
-        self.path = build_library(_wrapper(text, kernels, self.check), stem, args)
+        self.exports = {name: export_id(name) for name in kernels}
+        self.variables = {name: export_id(name) for name in variables}
+        unit = _wrapper(text, {self.exports[n]: fn for n, fn in kernels.items()},
+                        {self.variables[v]: "::" + v for v in variables}, self.check)
+        try:
+            self.path = build_library(unit, stem, args)
+        except CompileError as exc:
+            raise CompileError(f"{exc}{missing_builtin_hint(str(exc))}") from None
+        log = self.path.with_suffix(".log")
+        self.warnings = cuda_source.compiler_warnings(
+            log.read_text() if log.exists() else "", text, "the CPU emulator's C++ compiler")
+        self.symbols: dict[str, bytes] = {}  # variable -> the bytes set from Python
+
+    @cached_property
+    def _library(self):
+        """The library loaded in this process too, for its sizes (it runs nothing at load), or
+        None where it does not load (the worker then says why, at the launch)."""
+        try:
+            return ctypes.CDLL(str(self.path))
+        except OSError:
+            return None
+
+    def param_sizes(self, kernel: str) -> list:
+        """sizeof of each parameter of ``kernel``, as the C++ compiler has it (Nones if unknown)."""
+        if self._library is None:
+            return [None] * 256
+        fn = getattr(self._library, f"cuda_emu_sizes_{self.exports[kernel]}")
+        fn.restype, out = ctypes.c_size_t, (ctypes.c_size_t * 256)()
+        return list(out[:fn(out)])
+
+    def symbol_size(self, name: str) -> int | None:
+        """sizeof of the variable ``name`` (None if unknown)."""
+        if self._library is None:
+            return None
+        fn = getattr(self._library, f"cuda_emu_symbol_size_{self.variables[name]}")
+        fn.restype = ctypes.c_size_t
+        return int(fn())
 
     def launch(self, kernel: str, grid, block, args, params, shared_mem: int,
                timeout_s: float | None = None) -> None:
         workers = int(os.environ.get("BOOK_CPU_THREADS") or os.cpu_count() or 1)
+        export = self.exports[kernel]
+        symbols = tuple((f"cuda_emu_symbol_{self.variables[n]}", data)
+                        for n, data in self.symbols.items())
+        extra = {"symbols": symbols} if symbols else {}  # (a launch without them as before)
         if os.environ.get("BOOK_EMU_ISOLATION", "1") == "0":  # in this process: no safety net
-            return _launch_here(str(self.path), kernel, grid, block, args, params, shared_mem,
-                                workers)
-        _worker.launch(str(self.path), kernel, grid, block, args, params, shared_mem, workers,
-                       timeout_limit(timeout_s))
+            return _launch_here(str(self.path), export, grid, block, args, params, shared_mem,
+                                workers, **extra)
+        _worker.launch(str(self.path), export, grid, block, args, params, shared_mem, workers,
+                       timeout_limit(timeout_s), **extra)

@@ -1,15 +1,303 @@
-"""The emulator's rewrites for global memory: casts to pointers of aligned types checked for
-alignment (``include/cuda_emu/memory.h``)."""
+"""The emulator's rewrites for global memory (the checks live in ``include/cuda_emu/memory.h``):
+
+* every ``p[i]`` where ``p`` is a pointer or array parameter of a ``__global__`` or
+  ``__device__`` function (or a local pointer to ``volatile``) becomes
+  ``p[global_index(p, line, "p[i]", (i))]``: an index before the start or past the end of the
+  array argument ``p`` points into is an error that names the expression and its line; an
+  access through a pointer to volatile memory first lets the block's other threads run, so
+  that lanes of a warp exchanging values through it advance in step, as on a GPU;
+* every cast to a pointer type -- ``reinterpret_cast<T*>(x)``, ``static_cast<T*>(x)``, a
+  C-style ``(T*)x`` -- becomes ``checked_cast<T*, kind>("T", line, x)``, which checks the
+  alignment a GPU needs for T (a type alias or a template parameter included: the check is
+  C++'s ``alignof``, not a list of names);
+* inline PTX (an ``asm`` statement with an instruction in it) that the preprocessor keeps on the
+  CPU -- that is, outside ``#ifdef __CUDA_ARCH__`` -- is refused at compile time with its line
+  named, instead of an x86 assembler's error.
+
+Every rewrite keeps the text's line breaks, so that compiler messages and ``__LINE__`` still
+name the learner's lines. The scans run on a copy of the text whose comments and string
+literals are blanked (same length), so that nothing inside them is rewritten.
+"""
 from __future__ import annotations
 
 import re
 
-_VECTOR_CAST = re.compile(
-    r"\breinterpret_cast\s*<\s*((?:(?:const|volatile)\s+)*(float[24]|int[24]|double2)"
-    r"(?:\s+(?:const|volatile))*\s*\*)\s*>\s*\(")
-"""``reinterpret_cast<float4*>(`` and the like: a cast to a pointer to a vector type."""
+_KEYWORDS_BEFORE_EXPR = {"return", "case", "else", "do", "sizeof", "throw", "co_return",
+                         "co_yield", "delete", "new", "typeid", "alignof", "decltype"}
+
+
+def blank(text: str) -> str:
+    """``text`` with comments and the contents of string and character literals replaced by
+    spaces (line breaks kept): positions in it are positions in ``text``."""
+    out, i, n = list(text), 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out[i:j] = " " * (j - i)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out[i:j] = ["\n" if ch == "\n" else " " for ch in text[i:j]]
+            i = j
+        elif c in "\"'" and not (c == "'" and i > 0 and (text[i - 1].isalnum())):  # 1'000 digit
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out[i + 1:min(j, n)] = " " * (min(j, n) - i - 1)
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _match(blanked: str, i: int, open_: str, close: str) -> int:
+    """Index just past the bracket that closes the one at ``i`` (or -1)."""
+    depth = 0
+    for j in range(i, len(blanked)):
+        ch = blanked[j]
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return -1
+
+
+# ---- functions and their pointer parameters ---------------------------------------------------
+
+_QUALIFIER = re.compile(r"\b(?:__global__|__device__)\b")
+_SKIP_CALLS = {"__launch_bounds__", "__align__", "__attribute__", "alignas", "__declspec",
+               "decltype", "__maxnreg__", "__cluster_dims__"}
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_VOLATILE_LOCAL = re.compile(r"\bvolatile\b[^;(){}=]*?\*\s*(?:const\s+)?([A-Za-z_]\w*)\s*=")
+"""A local pointer to volatile memory (``volatile float* v = s;``): its accesses are indexed
+through global_index too, which lets the other threads run first (see memory.h)."""
+
+
+def _functions(blanked: str):
+    """(start of body, end of body, pointer parameter names) of every __global__ or __device__
+    function defined in the text."""
+    seen = set()
+    for m in _QUALIFIER.finditer(blanked):
+        i = m.end()
+        while i < len(blanked):
+            ch = blanked[i]
+            if ch in ";{=":
+                break
+            if ch == "(":
+                word = re.search(r"(\w+)\s*$", blanked[:i])
+                close = _match(blanked, i, "(", ")")
+                if close < 0:
+                    break
+                if word and word.group(1) in _SKIP_CALLS:
+                    i = close
+                    continue
+                after = re.match(r"\s*(?:const\s*)?(?:noexcept\s*)?\{", blanked[close:])
+                if word and after and i not in seen:
+                    seen.add(i)
+                    body = close + after.end() - 1
+                    end = _match(blanked, body, "{", "}")
+                    if end > 0:
+                        yield body, end, (_pointer_params(blanked[i + 1:close - 1]) |
+                                          set(_VOLATILE_LOCAL.findall(blanked[body:end])))
+                break
+            i += 1
+
+
+def _pointer_params(params: str) -> set[str]:
+    names, depth, start = set(), 0, 0
+    pieces = []
+    for j, ch in enumerate(params):
+        depth += ch in "(<[" 
+        depth -= ch in ")>]"
+        if ch == "," and depth == 0:
+            pieces.append(params[start:j])
+            start = j + 1
+    pieces.append(params[start:])
+    for p in pieces:
+        p = p.split("=")[0]
+        if "(" in p or ("*" not in p and "[" not in p):
+            continue
+        p = re.sub(r"\[[^\]]*\]\s*$", "", p.strip())
+        word = re.search(r"([A-Za-z_]\w*)\s*$", p)
+        if word and word.group(1) not in ("const", "volatile", "__restrict__", "__restrict"):
+            names.add(word.group(1))
+    return names
+
+
+# ---- p[i] -> p[global_index(p, line, "p[i]", (i))] --------------------------------------------
+
+def _literal(text: str) -> str:
+    return '"' + " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _index_body(text: str, blanked: str, names: set[str]) -> str:
+    """The body ``text`` with every ``name[i]`` of a pointer parameter checked."""
+    if not names:
+        return text
+    pattern = re.compile(r"(?<![\w.])(?<!->)(?<!::)\b(" + "|".join(map(re.escape, names)) +
+                         r")\s*\[(?!\[)")
+    asserts = [(a.end() - 1, _match(blanked, a.end() - 1, "(", ")"))
+               for a in re.finditer(r"\bassert\s*\(", blanked)]
+    out, last = [], 0
+    for m in pattern.finditer(blanked):
+        if m.start() < last or any(lo < m.start() < hi for lo, hi in asserts):
+            continue  # inside an index already rewritten (the recursion does it), or an assert's
+            # condition (its text is the message: assert(x[i] >= 0) must read as written)
+        before = re.search(r"([A-Za-z_]\w*)\s*$", blanked[:m.start()])
+        if before and before.group(1) not in _KEYWORDS_BEFORE_EXPR:
+            continue  # a declaration (float p[4]) that shadows the parameter
+        open_ = m.end() - 1
+        close = _match(blanked, open_, "[", "]")
+        if close < 0:
+            continue
+        inner = _index_body(text[open_ + 1:close - 1], blanked[open_ + 1:close - 1], names)
+        name = m.group(1)
+        shown = _literal(f"{name}[{blanked[open_ + 1:close - 1]}]")
+        out.append(text[last:open_ + 1])
+        out.append(f"::cuda_emu::global_index({name}, __LINE__, {shown}, ({inner}))]")
+        last = close
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _check_indexes(text: str) -> str:
+    blanked = blank(text)
+    out, last = [], 0
+    for body, end, names in sorted(_functions(blanked)):
+        if body < last:
+            continue  # (a function inside another's body: a lambda's qualifiers, say)
+        out.append(text[last:body])
+        out.append(_index_body(text[body:end], blanked[body:end], names))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# ---- casts to pointers -------------------------------------------------------------------------
+
+_TYPE = r"(?P<type>(?:(?:const|volatile|unsigned|signed|struct|long|short)\s+)*[A-Za-z_]\w*" \
+        r"(?:\s*::\s*[A-Za-z_]\w*)*(?:\s+(?:const|volatile))*)\s*(?P<stars>\*+)"
+_NAMED_CAST = re.compile(r"\b(?P<kind>reinterpret_cast|static_cast)\s*<\s*" + _TYPE +
+                         r"\s*>\s*\(")
+_C_CAST = re.compile(r"\(\s*" + _TYPE + r"\s*\)")
+_NO_CHECK = re.compile(r"^(?:(?:const|volatile|unsigned|signed)\s+)*(?:void|char)$")
+
+
+def _display(match: re.Match) -> str:
+    """The cast's type for messages, without const or volatile: "float4" for const float4*."""
+    words = [w for w in match.group("type").split() if w not in ("const", "volatile")]
+    return " ".join(words) + match.group("stars")[:-1]
+
+
+def _operand_end(blanked: str, i: int) -> int:
+    """Where the operand of a C-style cast that starts at ``i`` ends (a unary expression:
+    prefix operators, a name, literal or parenthesized expression, then postfix operators),
+    or -1 where none starts there."""
+    n = len(blanked)
+    while i < n and blanked[i].isspace():
+        i += 1
+    while True:  # prefix operators (and nested casts, handled as parenthesized primaries)
+        if blanked.startswith(("++", "--"), i):
+            i += 2
+        elif i < n and blanked[i] in "&*-+!~" and not blanked.startswith("&&", i):
+            i += 1
+        else:
+            break
+        while i < n and blanked[i].isspace():
+            i += 1
+    if i >= n:
+        return -1
+    if blanked[i] == "(":
+        close = _match(blanked, i, "(", ")")
+        if close < 0:
+            return -1
+        if _C_CAST.fullmatch(blanked[i:close]):  # a nested cast: its own operand follows
+            return _operand_end(blanked, close)
+        i = close
+    else:
+        m = re.compile(r"(?:::\s*)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*|\d[\w.]*").match(blanked, i)
+        if not m:
+            return -1
+        i = m.end()
+    while True:  # postfix operators
+        j = i
+        while j < n and blanked[j].isspace():
+            j += 1
+        if j < n and blanked[j] in "[(":
+            close = _match(blanked, j, blanked[j], "]" if blanked[j] == "[" else ")")
+            if close < 0:
+                return i
+            i = close
+        elif blanked.startswith(("->", "."), j) and not blanked.startswith("->*", j):
+            m = _IDENT.match(blanked, j + (2 if blanked[j] == "-" else 1))
+            if not m:
+                return i
+            i = m.end()
+        elif blanked.startswith(("++", "--"), j):
+            i = j + 2
+        else:
+            return i
+
+
+def _check_casts(text: str) -> str:
+    text = _NAMED_CAST.sub(lambda m: m.group(0) if _NO_CHECK.match(" ".join(m.group("type").split()))
+                           else f'::cuda_emu::checked_cast<{m.group("type")}{m.group("stars")}, '
+                                f'{0 if m.group("kind") == "reinterpret_cast" else 1}>'
+                                f'("{_display(m)}", __LINE__, ', text)
+    return _c_casts(text)
+
+
+def _c_casts(text: str) -> str:
+    blanked = blank(text)
+    out, last = [], 0
+    for m in _C_CAST.finditer(blanked):
+        if m.start() < last or _NO_CHECK.match(" ".join(m.group("type").split())):
+            continue
+        before = re.search(r"([A-Za-z_]\w*|[)\]>])\s*$", blanked[:m.start()])
+        if before and before.group(1) not in _KEYWORDS_BEFORE_EXPR - {"sizeof", "alignof",
+                                                                        "decltype", "typeid"}:
+            continue  # a parameter list (f(float*)) or sizeof(T*), not a cast
+        end = _operand_end(blanked, m.end())
+        if end < 0:
+            continue
+        operand = _c_casts(text[m.end():end])
+        out.append(text[last:m.start()])
+        out.append(f'(::cuda_emu::checked_cast<{m.group("type")}{m.group("stars")}, 2>'
+                   f'("{_display(m)}", __LINE__, {operand}))')
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# ---- inline PTX ---------------------------------------------------------------------------------
+
+_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b\s*(?:(?:volatile|__volatile__|__volatile|goto)\s*)*\(")
+_PTX_REFUSED = ('static_assert(false, "inline PTX (an asm statement) runs only on a GPU, and '
+                'the CPU emulator compiles what the preprocessor keeps without __CUDA_ARCH__: put '
+                'the asm under #ifdef __CUDA_ARCH__ with a C++ version of what it computes in the '
+                '#else branch, or run the kernel on a GPU"); ')
+
+
+def _refuse_ptx(text: str) -> str:
+    blanked = blank(text)
+    out, last = [], 0
+    for m in _ASM.finditer(blanked):
+        template = re.match(r'\s*"((?:[^"\\]|\\.)*)"', text[m.end():])
+        if template and not template.group(1).strip():
+            continue  # asm("" ::: "memory"): a compiler barrier, legal C++ on the CPU too
+        out.append(text[last:m.start()])
+        out.append(_PTX_REFUSED)
+        last = m.start()
+    out.append(text[last:])
+    return "".join(out)
 
 
 def rewrite(text: str) -> str:
-    """``text`` with its casts to vector pointers checked; the line count is kept."""
-    return _VECTOR_CAST.sub(r'::cuda_emu::vector_cast<\1>("\2", __LINE__, ', text)
+    """``text`` with global-memory indexes and pointer casts checked and inline PTX outside
+    ``#ifdef __CUDA_ARCH__`` refused; its line breaks kept."""
+    return _refuse_ptx(_check_casts(_check_indexes(text)))

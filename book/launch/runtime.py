@@ -11,31 +11,41 @@ Introduced in chapter 0. A notebook uses it like this, identically on both backe
 The backend is the GPU when CuPy sees one (``cupy.cuda.is_available()``), else the CPU
 emulator; ``BOOK_BACKEND=cpu`` forces the emulator on a GPU host (``=gpu`` insists on a GPU).
 Before every launch the arguments are checked against the kernel's own C signature and the
-launch geometry against the device's limits, with the same errors on both backends.
+launch geometry against the device's limits, with the same errors on both backends. A kernel is
+named as its source declares it: extern "C" or not, ``ns::k`` in a namespace, ``"k<128, float>"``
+for a template's instance (NVRTC's name expressions on the GPU, an export of ``::k<128, float>``
+in the emulator). Vectors and structs pass by value as NumPy arrays and structured scalars, and
+``Kernel.set_constant`` fills ``__constant__`` memory, the same way on both backends.
+``to_device`` and ``to_host`` copy on both, as between a GPU and its host.
 
 On the CPU a kernel's own bugs raise :class:`LaunchError` too, and never take this process down:
 every emulated launch runs in a worker process (``book/launch/worker.py``), on copies of the array
-arguments in shared memory, each placed so that its last element ends a page, with 256 MiB of
-inaccessible addresses on both sides. A signal handler in the worker reports a memory fault or
-an integer division by zero (the address, load or store, block and thread) and the worker exits;
-this process names the array, the element and how far outside it lies, and starts a new worker
-at the next launch. A launch that runs longer than ``timeout_s`` (default 30 s, or
-``BOOK_EMU_TIMEOUT_S``) or is interrupted (Ctrl-C, Jupyter's interrupt: KeyboardInterrupt) is
-stopped the same way. A worker process was chosen over catching the signals in this process
-because a kernel that writes past an array corrupts whatever memory lies there: only memory the
-kernel cannot reach (guard regions, another process) makes every such bug a clear error, and only
-a separate process can be stopped in the middle of an endless loop. The rest of the page before an
-array's first element cannot be protected: its bytes hold NaN (a read there spoils the result)
-and a write there is reported when the launch ends, without the thread. Every index into a
-``__shared__`` array is checked against its dimension (the array is named in the error); the
-check mode (``BOOK_EMU_CHECK=1``) also finds shared-memory races and reads of unwritten shared
-memory (``book/launch/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this process, without the net.
+arguments in shared memory, each placed so that its last element ends a page, with 64 GiB of
+inaccessible addresses on both sides (256 MiB under an address-space limit). A signal handler in
+the worker reports a memory fault or an integer division by zero (the address, load or store,
+block and thread) and the worker exits; this process names the array, the element and how far
+outside it lies, and starts a new worker at the next launch. Arrays passed as ``const``
+parameters are mapped read-only: a write through one is reported, where a GPU would write it.
+Every index ``p[i]`` of a pointer parameter is checked against the array argument ``p`` points
+into (``book/launch/rewrite_memory.py``): ``in[-1]`` is named where it happens, with its line.
+A launch that runs longer than ``timeout_s`` (default 30 s, or ``BOOK_EMU_TIMEOUT_S``) or is
+interrupted (Ctrl-C, Jupyter's interrupt: KeyboardInterrupt) is stopped the same way; the worker
+also ends with this process. A worker process was chosen over catching the signals in this
+process because a kernel that writes past an array corrupts whatever memory lies there: only
+memory the kernel cannot reach (guard regions, another process) makes every such bug a clear
+error, and only a separate process can be stopped in the middle of an endless loop. Every index
+into a ``__shared__`` array is checked against its dimension (the array is named in the error);
+the check mode (``BOOK_EMU_CHECK=1``) also finds shared-memory races and reads of unwritten shared
+memory (``book/launch/include/cuda_emu.h``). ``BOOK_EMU_ISOLATION=0`` runs launches in this
+process, without the net. Appendix A lists what the emulator checks and what it does not.
 Floating-point division by zero gives inf or NaN, as on the GPU; it is no error.
 """
 from __future__ import annotations
 
 import os
+import re
 import threading
+import warnings
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -73,13 +83,14 @@ CPU_ARCH = "sm_90"  # the architecture whose ptxas report the CPU backend shows 
 
 
 def to_device(a):
-    """Copy a host array to where kernels run (a no-op copy-free view on the CPU backend)."""
-    return xp.asarray(a)
+    """Copy a host array to where kernels run. A copy on the CPU backend too, as on a GPU: a
+    kernel that writes its input in place leaves the caller's array as it was."""
+    return xp.asarray(a) if BACKEND == "gpu" else np.array(a)
 
 
 def to_host(a) -> np.ndarray:
-    """Copy a backend array back to a NumPy array."""
-    return cupy.asnumpy(a) if BACKEND == "gpu" else np.asarray(a)
+    """Copy a backend array back to a NumPy array (a copy on both backends)."""
+    return cupy.asnumpy(a) if BACKEND == "gpu" else np.array(a)
 
 
 def synchronize() -> None:
@@ -130,14 +141,15 @@ def _dims(value, what: str, name: str, limit: tuple[int, ...]) -> tuple[int, int
     return dims
 
 
-def _check_arg(name: str, index: int, param: Param, value) -> None:
+def _check_arg(name: str, index: int, param: Param, value, size: int | None = None) -> None:
+    """LaunchError where ``value`` does not fit the parameter; ``size``: a struct's sizeof."""
     where = f"{name}: argument {index} '{param.name}' ({param.ctype})"
     if param.pointer:
         array_type = cupy.ndarray if BACKEND == "gpu" else np.ndarray
         if not isinstance(value, array_type):
             raise LaunchError(f"{where} expects a {array_type.__module__.split('.')[0]} array on "
                               f"the {BACKEND} backend, got {type(value).__name__} (use to_device)")
-        if value.dtype != param.dtype:
+        if value.dtype != param.dtype and param.kind != "void":
             raise LaunchError(f"{where} expects a {param.dtype} array, got {value.dtype}")
         if not value.flags.c_contiguous:
             raise LaunchError(f"{where} expects a C-contiguous array, got a strided view "
@@ -145,12 +157,39 @@ def _check_arg(name: str, index: int, param: Param, value) -> None:
         address = value.data.ptr if BACKEND == "gpu" else value.ctypes.data
         if address % param.alignment:
             raise LaunchError(f"{where} needs {param.alignment}-byte aligned data")
+    elif param.kind == "vector":  # float4 by value: its components, or a structured scalar
+        count = param.itemsize // param.dtype.itemsize
+        if not (isinstance(value, np.ndarray) and value.dtype == param.dtype and value.size == count
+                or isinstance(value, np.void) and value.dtype.itemsize == param.itemsize):
+            raise LaunchError(f"{where} is a {param.base} passed by value: pass its {count} "
+                              f"components as a NumPy array, np.array([...], np.{param.dtype})")
+    elif param.kind == "struct":
+        if not (isinstance(value, np.void) or isinstance(value, np.ndarray) and value.size == 1
+                and value.dtype.kind == "V"):
+            raise LaunchError(
+                f"{where} is a struct passed by value: pass a NumPy structured scalar whose fields "
+                f"are the struct's, in its order, e.g. np.array((1.0, 2), dtype=np.dtype([(\"a\", "
+                f"\"f4\"), (\"n\", \"i4\")], align=True))[()]; got {type(value).__name__}")
+        if size is not None and value.dtype.itemsize != size:
+            raise LaunchError(f"{where}: the value given has {value.dtype.itemsize} bytes, "
+                              f"sizeof({param.base}) is {size}: give its dtype the struct's fields "
+                              f"in order, with align=True (C's padding)")
     else:
         if not isinstance(value, np.generic):
             raise LaunchError(f"{where} expects np.{param.dtype}, got Python "
                               f"{type(value).__name__}; pass np.{param.dtype}(value)")
         if value.dtype != param.dtype:
             raise LaunchError(f"{where} expects np.{param.dtype}, got np.{value.dtype}")
+
+
+def _by_value(param: Param, value):
+    """An argument as CuPy passes it: a vector or struct by value as a NumPy array of one
+    element holding its bytes (CuPy passes such an array's bytes; it refuses np.void)."""
+    if param.pointer or param.kind not in ("vector", "struct"):
+        return value
+    return np.frombuffer(np.asarray(value).tobytes(), np.dtype((np.void, param.itemsize
+                                                              if param.kind == "vector" else
+                                                              np.asarray(value).nbytes)))
 
 
 class Kernel:
@@ -206,7 +245,8 @@ class Kernel:
             raise LaunchError(f"{self.name} takes {len(self.params)} arguments ({names}), "
                               f"got {len(args)}")
         for i, (param, value) in enumerate(zip(self.params, args), start=1):
-            _check_arg(self.name, i, param, value)
+            size = self.module.param_sizes(self.name)[i - 1] if param.kind == "struct" else None
+            _check_arg(self.name, i, param, value, size)
         shared_mem = int(shared_mem)
         if shared_mem < 0:
             raise LaunchError(f"{self.name}: shared_mem={shared_mem} is negative")
@@ -222,6 +262,12 @@ class Kernel:
                     f"kernel.max_dynamic_shared_size_bytes")
         self.module.launch(self.name, grid, block, args, self.params, shared_mem, timeout_s)
 
+    def set_constant(self, name: str, values) -> None:
+        """Fill the ``__constant__`` (or ``__device__``) variable ``name`` of this kernel's source
+        with ``values`` (a NumPy array or scalar of the variable's type, at most its size), as
+        ``cudaMemcpyToSymbol`` does; every kernel of the same build sees it from the next launch."""
+        self.module.set_constant(name, values)
+
 
 class _NoFlushModule:
     """A CUDA module built by NVRTC with ``options`` and ``-ftz=false``, loaded from a cubin that
@@ -231,49 +277,100 @@ class _NoFlushModule:
     caller's options, so a ``-ftz=false`` of ours is overridden (measured on an H100: 1e-20 *
     1e-20 gives 0). Float32 results below 2^-126 would then be flushed to zero -- FFMA products
     of inputs near 1e-18, and 3xTF32's scaled-back outputs -- where cuBLAS SGEMM keeps them as
-    subnormals (chapter 10)."""
+    subnormals (chapter 10).
 
-    def __init__(self, text: str, options: tuple[str, ...], filename: str):
+    ``names``: the name expressions of the kernels and variables without C linkage (``k``,
+    ``k<128, float>``, ``&ns::coef``): NVRTC gives their mangled names, kept beside the cubin
+    with NVRTC's log (its warnings are shown at every load)."""
+
+    def __init__(self, text: str, options: tuple[str, ...], filename: str, names: tuple[str, ...] = ()):
         self.text, self.options, self.filename = text, tuple(options) + ("-ftz=false",), filename
-        self._raw = None
+        self.names, self.mapping, self._raw = tuple(names), {}, None
 
     def compile(self):
         if self._raw is None:
             import hashlib
+            import io
+            import json
 
             from cupy.cuda import compiler, nvrtc
             arch = compiler._get_arch()
-            key = hashlib.sha256(repr((self.text, self.options, arch, nvrtc.getVersion(),
+            key = hashlib.sha256(repr((self.text, self.options, self.names, arch, nvrtc.getVersion(),
                                        cupy.__version__)).encode()).hexdigest()[:24]
             path = cuda_source.cache_dir("cubin") / f"{Path(self.filename).stem}-{key}.bin"
-            if not path.exists():
-                obj, _ = compiler.compile_using_nvrtc(self.text, self.options, arch=arch)
+            notes = path.with_suffix(".json")  # {"mapping": lowered names, "log": NVRTC's log}
+            if not (path.exists() and notes.exists()):
+                log = io.StringIO()
+                obj, mapping = compiler.compile_using_nvrtc(self.text, self.options, arch=arch,
+                                                            name_expressions=self.names or None,
+                                                            log_stream=log)
                 tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                tmp.write_text(json.dumps({"mapping": mapping or {}, "log": log.getvalue()}))
+                tmp.replace(notes)
                 tmp.write_bytes(obj if isinstance(obj, bytes) else obj.encode())
                 tmp.replace(path)  # whole, even where two processes build the same module
+            stored = json.loads(notes.read_text())
+            self.mapping = stored["mapping"]
+            _warn(cuda_source.compiler_warnings(stored["log"], self.text, "NVRTC"))
             self._raw = cupy.RawModule(path=str(path))
         return self._raw
 
     def get_function(self, name: str):
-        return self.compile().get_function(name)
+        return self.compile().get_function(self.mapping.get(name, name))
+
+    def get_global(self, name: str):
+        """The device memory of the variable ``name`` (CuPy's MemoryPointer) and its size in
+        bytes, from the driver (cuModuleGetGlobal: CuPy's pointer does not hold it), or None."""
+        import ctypes
+        raw, lowered = self.compile(), self.mapping.get("&" + name, name)
+        memory, size = raw.get_global(lowered), None
+        get = getattr(_libcuda(), "cuModuleGetGlobal_v2", None)
+        if get is None:
+            return memory, size
+        get.restype = ctypes.c_int
+        get.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t),
+                        ctypes.c_void_p, ctypes.c_char_p]
+        address, found = ctypes.c_uint64(), ctypes.c_size_t()
+        if get(ctypes.byref(address), ctypes.byref(found), raw.module.ptr, lowered.encode()) == 0:
+            size = found.value
+        return memory, size
 
 
 class _Module:
-    """One source file compiled with one set of defines, on the current backend."""
+    """One source file compiled with one set of defines, on the current backend; with
+    ``instance`` (``"k<128, float>"``), also that instance of the template kernel k."""
 
-    def __init__(self, path: Path, defines: dict[str, str], options: tuple[str, ...]):
+    def __init__(self, path: Path, text: str, defines: dict[str, str], options: tuple[str, ...],
+                 instance: str | None = None):
         self.filename = path.name
-        self.text = cuda_source.read_source(path)
-        self.signatures = cuda_source.kernel_signatures(self.text)
+        self.text = text
+        self.source = cuda_source.scan(self.text, defines)
+        self.signatures = {name: cuda_source.signature(self.source, decl)
+                           for name, decl in self.source.kernels.items() if decl.template is None}
+        self.cxx = {name: decl.qualified for name, decl in self.source.kernels.items()
+                    if decl.template is None and name not in self.source.problems}
+        if instance:  # checked before anything is compiled
+            decl = self.source.kernels.get(re.sub(r"\s*<.*", "", instance, flags=re.S))
+            if decl is None or decl.template is None:
+                raise KernelSourceError(f"{self.filename} has no template kernel named as in "
+                                        f"{instance!r} (it defines: {', '.join(self.source.kernels)})")
+            arguments = cuda_source.template_arguments(decl, instance)
+            self.signatures[instance] = cuda_source.signature(self.source, decl, arguments)
+            self.cxx[instance] = "::" + instance.lstrip(":")
         self.defines, self.options = defines, options
         self.gpu_options = (tuple(f"-D{k}={v}" for k, v in defines.items()) + options
                             + cuda_source.header_options(self.text))
+        # NVRTC's name expressions: the kernels and variables whose names C++ mangles
+        mangled = [n for n, d in self.source.kernels.items() if n in self.cxx and not d.extern_c]
+        self.names = tuple(mangled + ([instance] if instance else [])
+                           + [f"&{v}" for v in self.source.variables if "::" in v])
         self.limits = device_limits()
         self._report = self._debug_report = None
         self._report_error = "NVRTC found no such kernel"
         self._static_shared: dict[tuple[str, bool], int] = {}
+        self._sizes: dict[str, list] = {}
         if BACKEND == "gpu":
-            self._raw = _NoFlushModule(self.text, self.gpu_options, self.filename)
+            self._raw = _NoFlushModule(self.text, self.gpu_options, self.filename, self.names)
             self._functions = {}
         else:
             from .emulator import CompileError, CpuModule, unsupported_header
@@ -287,9 +384,11 @@ class _Module:
                                          f"on a GPU, or do without {missing}")
             self._report_or_compile_error(debug=True)  # NVRTC first: the GPU's own compile errors
             try:
-                self._cpu = CpuModule(self.text, self.filename, list(self.signatures), defines)
+                self._cpu = CpuModule(self.text, self.filename, self.cxx,
+                                      list(self.source.variables), defines)
             except CompileError as exc:
                 raise KernelCompileError(str(exc)) from None
+            _warn(self._cpu.warnings)
 
     def function(self, name: str):
         """The CuPy RawKernel (GPU backend), compiled on first use."""
@@ -297,7 +396,8 @@ class _Module:
             try:
                 self._functions[name] = self._raw.get_function(name)
             except cupy.cuda.compiler.CompileException as exc:
-                raise KernelCompileError(f"{self.filename} does not compile (NVRTC, for {name}):\n{exc}") from None
+                raise KernelCompileError(f"{self.filename} does not compile (NVRTC, for {name}):\n"
+                                         f"{exc}{cuda_source.compile_hint(str(exc))}") from None
         return self._functions[name]
 
     def _report_or_compile_error(self, debug: bool = False):
@@ -318,7 +418,8 @@ class _Module:
                 arch = "sm_" + cupy.cuda.Device().compute_capability
             options = self.gpu_options + (("-G",) if debug else ())
             try:
-                setattr(self, attr, cuda_source.ptxas_report(self.text, self.filename, options, arch))
+                setattr(self, attr, cuda_source.ptxas_report(self.text, self.filename, options, arch,
+                                                             self.names))
             except KernelSourceError as exc:
                 raise KernelCompileError(str(exc)) from None
             except RuntimeError as exc:
@@ -353,18 +454,92 @@ class _Module:
             self._static_shared[name, exact] = value
         return self._static_shared[name, exact]
 
+    def param_sizes(self, name: str) -> list:
+        """sizeof of each parameter of kernel ``name`` as the compiler has it (None where
+        unknown: a GPU driver older than CUDA 12.4)."""
+        if name not in self._sizes:
+            self._sizes[name] = (_gpu_param_sizes(self.function(name), len(self.signatures[name]))
+                                 if BACKEND == "gpu" else self._cpu.param_sizes(name))
+        return self._sizes[name]
+
+    def set_constant(self, name: str, values) -> None:
+        """Kernel.set_constant: checks ``values`` against the variable, then writes them (GPU)
+        or keeps them for the worker to write before every launch (CPU)."""
+        var = self.source.variables.get(name)
+        if var is None:
+            known = ", ".join(self.source.variables) or "none"
+            raise LaunchError(f"{self.filename} has no __constant__ or __device__ variable {name!r} "
+                              f"at namespace scope (it has: {known})")
+        if var.const:
+            raise LaunchError(f"{name} ({var.file}, line {var.line}) is declared const: the "
+                              f"compiler may have used its initial value already; drop the const "
+                              f"to set it from Python")
+        data = np.ascontiguousarray(values)
+        info = cuda_source.type_info(var.base)
+        if info and data.dtype != info[1]:
+            raise LaunchError(f"{name} holds {var.base} values: pass np.{info[1]} data, got "
+                              f"{data.dtype}")
+        if BACKEND == "gpu":
+            memory, size = self._raw.get_global(name)
+        else:
+            size = self._cpu.symbol_size(name)
+        if size is not None and data.nbytes > size:
+            raise LaunchError(f"{name} ({var.file}, line {var.line}) has {size} bytes; "
+                              f"{data.nbytes} bytes given ({data.size} {data.dtype})")
+        if BACKEND == "gpu":
+            memory.copy_from_host(data.ctypes.data, data.nbytes)
+        else:
+            self._cpu.symbols[name] = data.tobytes()
+
     def launch(self, name, grid, block, args, params, shared_mem, timeout_s=None):
         if BACKEND == "cpu":
             from .emulator import KernelFault
             try:
                 self._cpu.launch(name, grid, block, args, params, shared_mem, timeout_s)
             except KernelFault as exc:
-                raise LaunchError(f"{name}: {exc}") from None
+                # (cuda_emu/memory.h knows an argument by its number; the parameter has a name)
+                text = re.sub(r"argument #(\d+)", lambda m: f"`{params[int(m.group(1)) - 1].name}`"
+                              if 0 < int(m.group(1)) <= len(params) else m.group(0), str(exc))
+                raise LaunchError(f"{name}: {text}") from None
             return
+        args = tuple(_by_value(p, a) for p, a in zip(params, args))
         try:
             self.function(name)(grid, block, args, shared_mem=shared_mem)
         except cupy.cuda.driver.CUDADriverError as exc:
             raise LaunchError(f"{name}: the launch failed: {exc}") from None
+
+
+def _gpu_param_sizes(function, count: int) -> list:
+    """The size of each of a CuPy kernel's parameters, from the driver (cuFuncGetParamInfo,
+    CUDA 12.4 and later), or Nones."""
+    import ctypes
+    info = getattr(_libcuda(), "cuFuncGetParamInfo", None)
+    if info is None:
+        return [None] * count
+    info.restype = ctypes.c_int
+    info.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                     ctypes.POINTER(ctypes.c_size_t)]
+    sizes = []
+    for i in range(count):
+        offset, size = ctypes.c_size_t(), ctypes.c_size_t()
+        ok = info(function.kernel.ptr, i, ctypes.byref(offset), ctypes.byref(size)) == 0
+        sizes.append(size.value if ok else None)
+    return sizes
+
+
+class CompilerWarning(UserWarning):
+    """A warning of the compiler about a line of the kernel's own source (an uninitialized
+    variable, say): shown at every load, from the compiler's run or from the build cache."""
+
+
+def _warn(found: list[str]) -> None:
+    """Each of ``found`` as a CompilerWarning, shown where the caller outside book.launch is."""
+    import sys
+    level, frame = 2, sys._getframe(1)  # (stacklevel 2: the caller of _warn)
+    while frame is not None and frame.f_code.co_filename.startswith(str(Path(__file__).parent)):
+        level, frame = level + 1, frame.f_back
+    for text in found:
+        warnings.warn(text, CompilerWarning, stacklevel=level)
 
 
 _no_report: str | None = None
@@ -375,25 +550,59 @@ _kernels: dict[tuple, Kernel] = {}
 _lock = threading.Lock()
 
 
-def _build_key(source: str | Path, defines: dict | None, options) -> tuple[Path, dict, tuple]:
-    """One build's source path, its defines as strings, and the key of its module."""
+def _build_key(source: str | Path, defines: dict | None, options,
+               instance: str | None = None) -> tuple[Path, dict, tuple, str]:
+    """One build's source path, its defines as strings, the key of its module and its text.
+    The key holds a hash of the text with its #include files expanded: a header edited since the
+    last load makes a new build in this process too."""
     path = cuda_source.resolve(source)
     defines = {str(k): str(v) for k, v in (defines or {}).items()}
+    text, digest = _expanded(path)
     from .emulator import checking
     check = BACKEND == "cpu" and checking()  # the check mode is another build
-    key = (BACKEND, str(path), path.stat().st_mtime_ns, tuple(sorted(defines.items())),
-           tuple(options), check)
-    return path, defines, key
+    key = (BACKEND, str(path), digest, tuple(sorted(defines.items())), tuple(options), check,
+           instance)
+    return path, defines, key, text
 
 
-def _module(source: str | Path, defines: dict | None, options) -> tuple[tuple, _Module]:
+_texts: dict[Path, tuple] = {}
+"""A source's path -> the files read_source read, their os.stat signatures, the text and its
+hash: a load reads and hashes the files again only where one of them changed (``KernelSpec``
+loads its kernel at every launch)."""
+
+
+def _signature(files) -> tuple:
+    found = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            found.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+        except OSError:
+            found.append(None)
+    return tuple(found)
+
+
+def _expanded(path: Path) -> tuple[str, str]:
+    """The text of ``path`` with its includes expanded (read_source), and its SHA-256."""
+    import hashlib
+    cached = _texts.get(path)
+    if cached is None or _signature(cached[0]) != cached[1]:
+        files: list[Path] = []
+        text = cuda_source.read_source(path, files=files)
+        cached = _texts[path] = (files, _signature(files), text,
+                                 hashlib.sha256(text.encode()).hexdigest())
+    return cached[2], cached[3]
+
+
+def _module(source: str | Path, defines: dict | None, options,
+            instance: str | None = None) -> tuple[tuple, _Module]:
     """The module of one build (created once: on the GPU CuPy compiles it at its first
-    function), and its key."""
-    path, defines, key = _build_key(source, defines, options)
+    function), and its key; ``instance``: a template kernel's name expression it builds too."""
+    path, defines, key, text = _build_key(source, defines, options, instance)
     with _lock:
         module = _modules.get(key)
     if module is None:
-        module = _Module(path, defines, tuple(options))
+        module = _Module(path, text, defines, tuple(options), instance)
         with _lock:
             module = _modules.setdefault(key, module)
     return key, module
@@ -404,13 +613,28 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
     """Compile (once) the kernel ``name`` of ``source`` with ``-D`` defines; return it.
 
     ``source`` is a file in ``book/kernels/`` or a path. ``options`` go to NVRTC on the GPU
-    (e.g. ``("--fmad=false",)``); the CPU build never contracts a*b+c into an FMA.
+    (e.g. ``("--fmad=false",)``); the CPU build never contracts a*b+c into an FMA. ``name`` is a
+    ``__global__`` function's name, extern "C" or not (``ns::k`` in a namespace), or a template
+    kernel's with its arguments, ``"k<128, float>"`` (its own build, on both backends).
     """
-    key, module = _module(source, defines, options)
+    instance = " ".join(name.split()) if "<" in name else None
+    key, module = _module(source, defines, options, instance)
+    name = instance or name
+    decl = module.source.kernels.get(name)
+    if name in module.source.problems:
+        raise KernelSourceError(f"{module.filename}: {module.source.problems[name]}")
+    if decl is not None and decl.template is not None:
+        raise KernelSourceError(
+            f"{module.filename}: {name} is a template kernel, {decl.template_text()} ({decl.file}, "
+            f"line {decl.line}): name its arguments, as in load_kernel(src, \"{cuda_source.example(decl)}"
+            f"\"), or add an extern \"C\" __global__ kernel that calls {name}<...> with them")
     if name not in module.signatures:
-        known = ", ".join(module.signatures) or "none"
-        raise KernelSourceError(f"{module.filename} has no extern \"C\" __global__ kernel "
+        known = ", ".join(module.source.kernels) or "none"
+        raise KernelSourceError(f"{module.filename} has no __global__ kernel "
                                 f"{name!r} (it defines: {known})")
+    problem = next((p.problem for p in module.signatures[name] if p.problem), None)
+    if problem:
+        raise KernelSourceError(f"{module.filename}: {problem}")
     if BACKEND == "gpu":
         module.function(name)  # compile now, so compile errors surface at load time
     if (key, name) not in _kernels:
@@ -475,12 +699,21 @@ def unchecked_after(kernel: Kernel):
 
 
 @lru_cache(maxsize=1)
+def _libcuda():
+    """The CUDA driver's library (ctypes), or None."""
+    import ctypes
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+@lru_cache(maxsize=1)
 def _launch_ex():
     """The driver's cuLaunchKernelEx (CUDA 12.0 and later), or None."""
     import ctypes
-    try:
-        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
-    except (OSError, AttributeError):
+    fn = getattr(_libcuda(), "cuLaunchKernelEx", None)
+    if fn is None:
         return None
     fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p] * 4
     return fn

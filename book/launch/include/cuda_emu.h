@@ -1,7 +1,9 @@
 // cuda_emu.h -- run CUDA C kernels on the CPU with CUDA's execution semantics.
 //
-// The book's kernels are plain CUDA C (book/kernels/*.cu). Without a GPU, book/launch/worker.py compiles
-// the same source as C++20 with this header in front of it. The mapping:
+// The book's kernels are plain CUDA C (book/kernels/*.cu). Without a GPU, book/launch/emulator.py
+// compiles the same source as C++20 with this header in front of it, after the rewrites of
+// book/launch/rewrite.py (__shared__) and rewrite_memory.py (global memory); each launch runs in
+// book/launch/worker.py's worker process. The mapping:
 //
 //   * every CUDA thread of a block is a fiber (a user-level thread with its own stack);
 //     threadIdx/blockIdx/blockDim/gridDim are per-OS-thread variables that the scheduler sets
@@ -20,7 +22,11 @@
 //     memory: its expected and pending arrival counts and its phase bit. A thread that waits on a
 //     phase not yet complete suspends; the scheduler resumes it once another thread's arrival
 //     completes the phase. Threads that wait on phases no arrival can complete are an error;
-//   * an error (these, and the checks below) stops the launch: book/launch/worker.py raises LaunchError
+//   * a fiber runs until it blocks or yields: a volatile shared-memory access, __threadfence*(),
+//     __nanosleep() and an atomic repeated on one address let the block's other threads run
+//     first (yield_fiber), so lanes of a warp running volatile code advance in lockstep, as a
+//     GPU's warp does, and spin-waits end;
+//   * an error (these, and the checks below) stops the launch: the runtime raises LaunchError
 //     with the message, which names the block and thread;
 //   * in book/launch/worker.py's worker process a signal handler catches a kernel's memory faults and
 //     arithmetic traps, writes a FaultReport (signal, address, load or store, block, thread)
@@ -29,7 +35,7 @@
 //     overrides) and each pulls blocks until none are left, reusing its fibers and stacks;
 //   * `__shared__` variables are `static thread_local`: one copy per OS thread, i.e. per block in
 //     flight, shared by that block's fibers. Dynamic `extern __shared__` arrays are rewritten by
-//     book/launch/worker.py into a per-OS-thread buffer of the launch's shared_mem bytes, filled with NaN
+//     book/launch/rewrite.py into a per-OS-thread buffer of the launch's shared_mem bytes, filled with NaN
 //     bytes (0xFF) before every block so that reads of unwritten shared memory show up.
 //
 // Arithmetic is IEEE float as written: no fast-math, no contraction of a*b+c into an FMA
@@ -65,4 +71,5 @@
 #include "cuda_emu/shared.h"
 #include "cuda_emu/memory.h"
 #include "cuda_emu/builtins.h"
+#include "cuda_emu/math.h"
 #include "cuda_emu/half.h"

@@ -1,7 +1,136 @@
 // cuda_emu/memory.h -- a part of cuda_emu.h, which includes the parts in order (not
 // self-contained: each part uses what the parts before it declare).
+//
 // Global memory: the checks book/launch/rewrite_memory.py writes into a kernel's source.
+//   * global_index: every `p[i]` where p is a pointer (or array) parameter of a __global__ or
+//     __device__ function. Where p points into an array argument of the launch, the element
+//     p[i] must lie inside that argument: an index before its start (in[-1]) or past its end is
+//     an error naming the expression, its line, the index and the argument. (The worker's guard
+//     regions catch accesses far outside an array without this; this finds those next to it,
+//     which land in the page the array shares with its guard bytes, and names the expression.)
+//     A pointer into anything else -- shared memory, a thread's local array -- is left to the
+//     other checks. Through a pointer to volatile memory (`volatile float* v = s;`, the legacy
+//     warp-synchronous reductions), each access first lets the block's other threads run, so
+//     that the lanes of a warp take each step together, as a GPU's warp does.
+//   * checked_cast: a cast to a pointer type, however written (reinterpret_cast, static_cast,
+//     a C-style cast; through a type alias or a template parameter too): on a GPU an access
+//     through a pointer must sit on a multiple of its type's alignment (16 bytes for float4,
+//     8 for double or float2), or the launch fails with "misaligned address". The emulator's CPU
+//     would read it anyway, so the cast checks, counting from the array's start as a GPU's
+//     arrays start on 256 bytes.
 #pragma once
 
 namespace cuda_emu {
+
+// The array argument of the launch whose bytes [lo, hi) hold `at` ("within": one past its end
+// counts, for a pointer that ran to the end of a loop): its number (from 1), or 0 where none.
+struct ArgumentRange {
+    std::uintptr_t lo = 0, hi = 0;
+    unsigned number = 0;
+};
+inline ArgumentRange argument_holding(std::uintptr_t at) {
+    if (!fault_report) return {};  // not in the worker process: no table of arguments
+    const auto* page = reinterpret_cast<const unsigned char*>(fault_report);
+    const std::uint64_t n = *reinterpret_cast<const std::uint64_t*>(page + kArgumentsAt);
+    const auto* pointers = reinterpret_cast<const std::uint64_t*>(page + kPointersAt);
+    for (std::uint64_t i = 0; i < n && kPointersAt + 16 * n <= kSharedNameAt; ++i)
+        if (pointers[i] && at >= pointers[i] && at <= pointers[i] + pointers[n + i])
+            return {pointers[i], pointers[i] + pointers[n + i], unsigned(i + 1)};
+    return {};
+}
+
+// The last argument an access was found in (and the launch it belongs to), and the last page
+// that held a pointer into no argument: most accesses are decided by these two.
+inline thread_local ArgumentRange index_range;
+inline thread_local unsigned index_launch = 0;
+inline thread_local std::uintptr_t index_miss_page = 0;
+
+template <class T>
+[[noreturn]] inline void index_outside(const ArgumentRange& r, std::uintptr_t base,
+                                       long long index, const char* text, int line) {
+    const std::size_t size = sizeof(T), count = (r.hi - r.lo) / size;
+    const long long element = (long long)((base - r.lo) / size) + index;  // from the array's start
+    char where[96], what[768];
+    if (element < 0)
+        std::snprintf(where, sizeof where, "%lld before its start", -element);
+    else
+        std::snprintf(where, sizeof where, "%lld past its end", element - (long long)count + 1);
+    std::snprintf(what, sizeof what, "%s on line %d is element %lld of argument #%u (%zu elements "
+                  "of %zu bytes): %s. On a GPU it reads or writes memory outside the array "
+                  "(compute-sanitizer reports it); check the index's bounds", text, line, element,
+                  r.number, count, size, where);
+    fail_here(what);
+}
+
+template <class P, class I>
+inline I global_index(const P& p, int line, const char* text, I i) {
+    if constexpr (std::is_pointer_v<P> && std::is_volatile_v<std::remove_pointer_t<P>>)
+        yield_fiber();  // volatile: the other lanes' accesses of this step come first, as in
+                        // a warp's lockstep (the legacy warp-synchronous reductions rely on it)
+    if constexpr (std::is_pointer_v<P> && std::is_integral_v<I> &&
+                  !std::is_void_v<std::remove_pointer_t<P>>) {
+        using T = std::remove_cv_t<std::remove_pointer_t<P>>;
+        const auto base = reinterpret_cast<std::uintptr_t>(p);
+        const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
+        const std::uintptr_t at = base + std::uintptr_t(index) * sizeof(T);
+        if (index_launch == launches && base >= index_range.lo && base <= index_range.hi &&
+            at >= index_range.lo && at + sizeof(T) <= index_range.hi)
+            return i;  // inside the argument found last
+        if (index_launch == launches && (base >> 12) == index_miss_page) return i;
+        index_launch = launches;
+        const ArgumentRange r = argument_holding(base);
+        if (!r.number) {  // shared memory, a local array, a pointer of the caller's own
+            index_miss_page = base >> 12;
+            return i;
+        }
+        // Arguments that overlap (one array passed twice) may hold it where the first does not.
+        if (at < r.lo || at + sizeof(T) > r.hi) {
+            const ArgumentRange other = argument_holding(at);
+            if (!other.number || at + sizeof(T) > other.hi)
+                index_outside<T>(r, base, index, text, line);
+            index_range = other;
+            return i;
+        }
+        index_range = r;
+    }
+    return i;
+}
+
+// The pointer a cast operand gives: a __shared__ array (or a row of one) decays to its data.
+template <class P>
+inline decltype(auto) cast_operand(P&& p) {
+    if constexpr (is_shared_kind<std::decay_t<P>>::value) return shared_pointer(p);
+    else return std::forward<P>(p);
+}
+
+// kind: 0 reinterpret_cast, 1 static_cast, 2 a C-style cast (which may also cast const away).
+template <class T, int kind, class P>
+inline T checked_cast(const char* type, int line, P&& operand) {
+    decltype(auto) p = cast_operand(std::forward<P>(operand));
+    using Q = std::decay_t<decltype(p)>;
+    if constexpr (std::is_pointer_v<T> && std::is_pointer_v<Q>) {
+        using V = std::remove_cv_t<std::remove_pointer_t<T>>;
+        if constexpr (!std::is_void_v<V> && !std::is_function_v<V>) {
+            auto at = reinterpret_cast<std::uintptr_t>((const volatile void*)(p));
+            at -= argument_start(at);  // on a GPU each array starts on 256 bytes; here, anywhere
+            if (at % alignof(V)) {
+                char what[640];
+                const char* how = kind == 0 ? "reinterpret_cast" : kind == 1 ? "static_cast"
+                                                                              : "cast";
+                std::snprintf(what, sizeof what, "misaligned address: the %s to %s* on line %d "
+                              "gives an address %zu bytes past a %zu-byte boundary (counted from "
+                              "its array's start, as a GPU's arrays start on 256 bytes), and a %s "
+                              "must start on one: on a GPU the launch fails with 'misaligned "
+                              "address'. To cast &x[i] of a float or int array so, i must be a "
+                              "multiple of %zu.", how, type, line, (std::size_t)(at % alignof(V)),
+                              alignof(V), type, alignof(V) / 4 ? alignof(V) / 4 : 1);
+                fail_here(what);
+            }
+        }
+    }
+    if constexpr (kind == 0) return reinterpret_cast<T>(p);
+    else if constexpr (kind == 1) return static_cast<T>(p);
+    else return (T)(p);
+}
+
 }  // namespace cuda_emu

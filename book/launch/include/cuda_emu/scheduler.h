@@ -6,11 +6,12 @@
 namespace cuda_emu {
 
 enum FiberState { READY, AT_BARRIER, AT_WARP, AT_MBARRIER, DONE };
-enum WarpOp { SHFL, VOTE, SYNC, ACTIVE, MMA, REDUCE };
+enum WarpOp { SHFL, VOTE, SYNC, ACTIVE, MMA, REDUCE, MATCH_ANY, MATCH_ALL };
 inline const char* const kOpNames[] = {"a __shfl*_sync", "a vote (__ballot/__any/__all_sync)",
                                        "__syncwarp", "__activemask()",
                                        "an mma.sync (tensor core: every lane of the warp)",
-                                       "a __reduce_*_sync"};
+                                       "a __reduce_*_sync", "a __match_any_sync",
+                                       "a __match_all_sync"};
 
 // One lane's fragments of a tensor-core mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 // (D = A B + C, A 16 x 8, B 8 x 8, C and D 16 x 8); the lane passes a pointer to it as its value.
@@ -35,6 +36,9 @@ struct Fiber {
     unsigned long long value, result;
     unsigned src;             // for shuffles: the lane whose value this lane reads
     char* stack;              // the lowest byte of its stack (a guard page comes first)
+    bool yielded;             // it gave up the CPU (yield_fiber) and is READY for the next pass
+    const volatile void* last_volatile;  // the last word it read through a volatile pointer
+    unsigned volatile_reads;             // outside shared memory, and how many (yield_if_spinning)
 };
 
 // The first error of a launch (any worker, any block) wins; the launch then stops.
@@ -58,13 +62,16 @@ struct Worker {
     bool failed = false;            // a fiber of this worker reported an error
     unsigned at_barrier = 0;        // this block's threads waiting at __syncthreads() now
     int barrier_line = 0;           // the line of the first of them
+    const Fiber* noted = nullptr;   // the thread its BarrierNote names
 };
 
 // What a launch stopped by the time limit leaves for the message (book/launch/worker.py's
 // WAITING), one note per worker thread: `switches` counts the worker's switches to a thread, and
 // before each, while threads of its block wait at a barrier, the note says how many, where, and
 // which thread runs. The parent reads the notes twice before it stops the worker: a worker
-// whose count did not move is inside a thread that never came back.
+// whose count did not move is inside a thread that never came back. A thread resumed after it
+// yielded (yield_fiber: a volatile access, a fence) is not counted: threads that only spin on a
+// flag while others wait at a barrier move nothing, and the note names the first of them.
 struct BarrierNote {
     unsigned waiting;
     int line;
@@ -80,6 +87,7 @@ inline thread_local uint3 block_idx{0, 0, 0};
 inline thread_local dim3 block_dim;
 inline thread_local dim3 grid_dim;
 inline thread_local unsigned char* dynamic_smem = nullptr;
+inline thread_local std::size_t dynamic_smem_bytes = 0;  // as the launch gave them (shared_mem=)
 struct GuardedBytes;
 inline thread_local const GuardedBytes* dynamic_bytes = nullptr;  // its guards
 
@@ -219,8 +227,29 @@ inline void catch_faults(void* report) {
 }
 
 // Lets the block's other threads run before this one goes on (volatile accesses, fences,
-// __nanosleep: what a GPU's other warps would do meanwhile).
-inline void yield_fiber() {}
+// __nanosleep: what a GPU's other warps would do meanwhile): the fiber gives up the CPU, still
+// READY, and the scheduler's pass goes on to the next ready fiber; the fiber goes on in the next
+// pass. So the lanes of a warp running the same straight-line volatile accesses advance in
+// lockstep, one access each per pass, and a thread spinning on a flag lets the writer run.
+inline void yield_fiber() {
+    Worker* w = worker;
+    if (w == nullptr || w->current == nullptr) return;  // (not in a kernel's thread)
+    Fiber* f = w->current;
+    f->yielded = true;
+    swapcontext(&f->ctx, &w->scheduler);
+}
+
+// A read through a volatile pointer outside shared memory (a flag in global memory): yields when
+// it reads the same address as this thread's last such read -- a loop that spins on it -- and
+// at every 64th such read (a loop that spins on several), so that the writer can run; a stream
+// of reads (other blocks' results) goes on with few switches.
+inline void yield_if_spinning(const volatile void* at) {
+    Worker* w = worker;
+    if (w == nullptr || w->current == nullptr) return;
+    Fiber* f = w->current;
+    if (f->last_volatile == at || ++f->volatile_reads % 64 == 0) yield_fiber();
+    f->last_volatile = at;
+}
 
 inline void syncthreads(int line) {
     Worker* w = worker;
@@ -294,8 +323,10 @@ inline thread_local long long sync_sum[2] = {0, 0};
 inline thread_local unsigned sync_slot = 0;
 inline thread_local std::vector<unsigned> warp_epoch;
 struct SharedInfo;
-inline thread_local std::vector<SharedInfo*> shared_arrays;  // this OS thread's checked arrays
+inline thread_local std::vector<SharedInfo*> shared_arrays;  // this OS thread's shared memory
 inline void reset_shared_checks(unsigned n_threads);
+inline void begin_dynamic_shared(unsigned char* data, std::size_t bytes);  // (in shared.h)
+inline void end_dynamic_shared();
 inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes);
 
 // __reduce_*_sync (redux.sync): the 32-bit values of the lanes of `mask` combined; kind = 0 add
@@ -340,8 +371,12 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
             }
             if (!complete) continue;
             unsigned long long ballot = 0;
+            bool same = true;  // (__match_all_sync) every lane of the mask brings f's value
             for (unsigned l = 0; l < 32; ++l)
-                if (f.mask >> l & 1u && fibers[base + l].value) ballot |= 1ull << l;
+                if (f.mask >> l & 1u) {
+                    if (fibers[base + l].value) ballot |= 1ull << l;
+                    same &= fibers[base + l].value == f.value;
+                }
             const unsigned long long reduced = f.op == REDUCE ? reduce_lanes(fibers, base, f.mask, f.src) : 0;
             if (f.op == MMA) {  // the whole warp (its mask is): compute every lane's D at once
                 MmaTf32* lanes[32];
@@ -366,6 +401,12 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                     g.result = fibers[base + g.src].value;
                 } else if (g.op == REDUCE) {
                     g.result = reduced;
+                } else if (g.op == MATCH_ANY) {  // the lanes of the mask whose value is g's
+                    g.result = 0;
+                    for (unsigned k = 0; k < 32; ++k)
+                        if (f.mask >> k & 1u && fibers[base + k].value == g.value) g.result |= 1ull << k;
+                } else if (g.op == MATCH_ALL) {
+                    g.result = same ? f.mask : 0u;
                 } else {
                     g.result = ballot;
                 }
@@ -378,9 +419,10 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
     return released;
 }
 
-// When nothing else can move: every lane waiting at an __activemask() gets the mask of the lanes
-// of its warp waiting at the same one (the lanes that arrived there together, as a converged warp
-// would). Returns true if any lane was released.
+// When no warp operation or mbarrier can release anything (threads that yielded may still run
+// on): every lane waiting at an __activemask() gets the mask of the lanes of its warp waiting at
+// the same one (the lanes that arrived there together, as a converged warp would). Returns true
+// if any lane was released.
 inline bool release_active(std::vector<Fiber>& fibers) {
     bool released = false;
     for (std::size_t base = 0; base < fibers.size(); base += 32) {
@@ -573,7 +615,9 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
         block_dim = block;
         grid_dim = grid;
         dynamic_smem = smem;
+        dynamic_smem_bytes = smem_bytes;
         dynamic_bytes = &dynamic;
+        begin_dynamic_shared(smem, smem_bytes);
         for (std::size_t b; !errors->failed && (b = next.fetch_add(1)) < n_blocks;) {
             block_idx = {unsigned(b % grid.x), unsigned((b / grid.x) % grid.y),
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
@@ -585,6 +629,9 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 f.index = i;
                 f.lane = i % 32;
                 f.state = READY;
+                f.yielded = false;
+                f.last_volatile = nullptr;
+                f.volatile_reads = 0;
                 getcontext(&f.ctx);
                 f.ctx.uc_stack.ss_sp = static_cast<char*>(stacks) + i * kStackBytes;
                 f.stack = static_cast<char*>(stacks) + i * kStackBytes;
@@ -592,31 +639,39 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 f.ctx.uc_link = &w.scheduler;
                 makecontext(&f.ctx, fiber_main, 0);
             }
-            // Each pass runs every ready fiber until it blocks (a barrier, a warp operation) or
-            // ends; then complete warp operations release their lanes, else the block barrier
-            // releases every live fiber, else nothing can move: an error says why.
+            // Each pass runs every ready fiber until it blocks (a barrier, a warp operation),
+            // yields (yield_fiber: it runs on in the next pass) or ends; then complete warp
+            // operations release their lanes, completed mbarrier phases their waiters, or
+            // __activemask() its lanes; while a fiber that yielded is still ready, the next pass
+            // runs it; else the block barrier releases every live fiber, else nothing can move:
+            // an error says why.
             w.at_barrier = 0;
+            w.noted = nullptr;
             if (note) note->waiting = 0;
             for (unsigned live = n_threads; live > 0 && !w.failed;) {
+                bool yielded = false;
                 for (Fiber& f : fibers) {
                     if (f.state != READY) continue;
                     thread_idx = f.tid;
                     w.current = &f;
                     if (note) {  // (in case this thread never comes back)
-                        ++note->switches;
+                        if (!f.yielded) ++note->switches;
+                        if (!w.noted || !w.noted->yielded) w.noted = &f;  // the first spinning one
                         if (w.at_barrier)
                             note->waiting = w.at_barrier, note->line = w.barrier_line,
                             note->block[0] = block_idx.x, note->block[1] = block_idx.y,
-                            note->block[2] = block_idx.z, note->thread[0] = f.tid.x,
-                            note->thread[1] = f.tid.y, note->thread[2] = f.tid.z;
+                            note->block[2] = block_idx.z, note->thread[0] = w.noted->tid.x,
+                            note->thread[1] = w.noted->tid.y, note->thread[2] = w.noted->tid.z;
                     }
+                    f.yielded = false;
                     swapcontext(&w.scheduler, &f.ctx);
                     if (w.failed) break;
                     if (f.state == DONE) --live;
+                    yielded |= f.state == READY;
                 }
                 if (w.failed || live == 0) break;
-                if (release_warps(fibers) || w.failed || release_active(fibers) ||
-                    release_mbarriers(fibers)) continue;
+                if (release_warps(fibers) || w.failed || release_mbarriers(fibers) ||
+                    release_active(fibers) || yielded) continue;
                 bool at_warp = false;
                 for (const Fiber& f : fibers) at_warp |= f.state == AT_WARP;
                 if (at_warp) { report_stuck(fibers); break; }
@@ -630,6 +685,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
             }
             if (!w.failed) check_before_shared(dynamic.map, before_smem);
         }
+        end_dynamic_shared();
         if (fault_report) {
             stack_t off{};
             off.ss_flags = SS_DISABLE;

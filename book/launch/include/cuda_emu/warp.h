@@ -5,6 +5,11 @@
 namespace cuda_emu {
 
 // ---- warp-level intrinsics -------------------------------------------------------------------
+// The value type of what a lane passes: a __shared__ element in check mode (or a volatile one) is
+// a proxy (shared.h's shared_ref, shared_scalar), which plain_value maps to its element's type.
+template <class V> struct plain_value { using type = V; };
+template <class V> using plain_t = typename plain_value<std::remove_cvref_t<V>>::type;
+
 template <class T>
 inline unsigned long long bits_of(T v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp values up to 8 bytes");
@@ -30,40 +35,62 @@ inline unsigned segment(int width, int line) {  // lanes of the caller's segment
 // The shuffles read `var` from another lane, within the caller's segment of `width` lanes; where
 // the source lane falls outside it the caller keeps its own value -- except that __shfl_xor_sync
 // may read from an earlier segment, as CUDA documents (PTX shfl.bfly checks the upper bound only).
-template <class T>
-inline T shfl(int line, unsigned mask, T v, int src_lane, int width = 32) {
+template <class V, class T = plain_t<V>>
+inline T shfl(int line, unsigned mask, const V& v, int src_lane, int width = 32) {
     const unsigned base = segment(width, line);
     const unsigned src = base + (unsigned(src_lane) & unsigned(width - 1));
-    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(T(v)), src, line));
 }
-template <class T>
-inline T shfl_up(int line, unsigned mask, T v, unsigned delta, int width = 32) {
+template <class V, class T = plain_t<V>>
+inline T shfl_up(int line, unsigned mask, const V& v, unsigned delta, int width = 32) {
     const unsigned lane = worker->current->lane, base = segment(width, line);
     const unsigned src = lane - base >= delta ? lane - delta : lane;
-    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(T(v)), src, line));
 }
-template <class T>
-inline T shfl_down(int line, unsigned mask, T v, unsigned delta, int width = 32) {
+template <class V, class T = plain_t<V>>
+inline T shfl_down(int line, unsigned mask, const V& v, unsigned delta, int width = 32) {
     const unsigned lane = worker->current->lane, base = segment(width, line);
     const unsigned src = lane - base + delta < unsigned(width) ? lane + delta : lane;
-    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(T(v)), src, line));
 }
-template <class T>
-inline T shfl_xor(int line, unsigned mask, T v, int lane_mask, int width = 32) {
+template <class V, class T = plain_t<V>>
+inline T shfl_xor(int line, unsigned mask, const V& v, int lane_mask, int width = 32) {
     const unsigned lane = worker->current->lane, base = segment(width, line);
     const unsigned other = (lane ^ unsigned(lane_mask)) & 31u;
     const unsigned src = other < base + unsigned(width) ? other : lane;  // earlier segments: yes
-    return from_bits<T>(warp_op(SHFL, mask, bits_of(v), src, line));
+    return from_bits<T>(warp_op(SHFL, mask, bits_of(T(v)), src, line));
 }
 inline unsigned ballot(int line, unsigned mask, int predicate) {
     return unsigned(warp_op(VOTE, mask, predicate != 0, 0, line));
 }
 inline void syncwarp(int line, unsigned mask = 0xffffffffu) { warp_op(SYNC, mask, 0, 0, line); }
-template <class T>
-inline T reduce(int line, unsigned mask, T v, unsigned kind) {
+template <class V, class T = plain_t<V>>
+inline T reduce(int line, unsigned mask, const V& v, unsigned kind) {
     static_assert(std::is_same_v<T, int> || std::is_same_v<T, unsigned>,
                   "__reduce_*_sync takes an int or an unsigned");
-    return T(unsigned(warp_op(REDUCE, mask, unsigned(v), kind | (std::is_same_v<T, int> ? 8u : 0u), line)));
+    const unsigned signed_kind = kind | (std::is_same_v<T, int> ? 8u : 0u);
+    return T(unsigned(warp_op(REDUCE, mask, unsigned(T(v)), signed_kind, line)));
+}
+// __match_any_sync / __match_all_sync (match.sync): the lanes of the mask whose value has the
+// same bits as the caller's; all of the mask, or 0, where every lane's value is the same (and
+// *pred says which). The value is a 32- or 64-bit integer or floating-point number, as in CUDA.
+template <class V, class T = plain_t<V>>
+inline unsigned long long match_value(const V& v) {
+    static_assert((std::is_integral_v<T> || std::is_floating_point_v<T>) &&
+                  (sizeof(T) == 4 || sizeof(T) == 8),
+                  "__match_any_sync and __match_all_sync take a 32- or 64-bit int, unsigned, "
+                  "long long, unsigned long long, float or double");
+    return bits_of(T(v));
+}
+template <class V>
+inline unsigned match_any(int line, unsigned mask, const V& v) {
+    return unsigned(warp_op(MATCH_ANY, mask, match_value(v), 0, line));
+}
+template <class V>
+inline unsigned match_all(int line, unsigned mask, const V& v, int* pred) {
+    const unsigned all = unsigned(warp_op(MATCH_ALL, mask, match_value(v), 0, line));
+    if (pred) *pred = all != 0u;
+    return all;
 }
 
 // ---- tensor cores: TF32 -------------------------------------------------------------------------
@@ -147,3 +174,6 @@ inline unsigned activemask(int line) {  // see release_active
 }
 
 }  // namespace cuda_emu
+
+#define __match_any_sync(mask, v) ::cuda_emu::match_any(__LINE__, mask, v)
+#define __match_all_sync(mask, v, pred) ::cuda_emu::match_all(__LINE__, mask, v, pred)

@@ -1,0 +1,63 @@
+// Global memory as a learner writes it: vector loads through every kind of cast, indexes through
+// pointers that moved, device functions, inline PTX kept for the GPU (tests/test_global_memory.py).
+using vec4 = float4;
+
+template <typename V>
+__device__ V load_as(const float* p, int i) { return *reinterpret_cast<const V*>(p + i); }
+
+__device__ float left_of(const float* row, int i) { return row[i - 1]; }
+
+// out[t] = the sum of in[4t .. 4t + 3], read as one float4 from in + 4t + offset (offset 0: legal;
+// 1 or 2: misaligned, which a GPU refuses). how: 0 C-style cast, 1 a type alias, 2 a template.
+extern "C" __global__ void vector_sum(const float* in, float* out, int offset, int how) {
+    const int t = threadIdx.x;
+    float4 v;
+    if (how == 0) v = *(float4*)(in + 4 * t + offset);
+    else if (how == 1) v = *reinterpret_cast<const vec4*>(&in[4 * t + offset]);
+    else v = load_as<float4>(in, 4 * t + offset);
+    out[t] = v.x + v.y + v.z + v.w;
+}
+
+// A double read from a float array at element 2t + offset (offset 1: misaligned on a GPU).
+extern "C" __global__ void as_double(const float* in, double* out, int offset) {
+    out[threadIdx.x] = *(const double*)(in + 2 * threadIdx.x + offset);
+}
+
+// out[t] = in[t - 1] through a device function: t = 0 reads before the start.
+extern "C" __global__ void stencil_left(const float* in, float* out, int first) {
+    const int t = threadIdx.x + first;
+    out[threadIdx.x] = left_of(in, t);
+}
+
+// Legal: the row pointer moves (A += row * n), a pointer runs to one past the end, the same
+// array comes twice (a view of it inside another) -- none of it is outside an array.
+extern "C" __global__ void moved_pointers(const float* A, float* rows, const float* part, int n) {
+    const int row = blockIdx.x;
+    A += row * n;
+    float s = 0.0f;
+    for (const float* p = A; p != A + n; ++p) s += *p;
+    rows[row] = s + part[0] + A[n - 1] - A[n - 1];
+}
+
+// The lane index through inline PTX on a GPU, in C++ on the emulator.
+extern "C" __global__ void lane_ids(int* out) {
+    unsigned lane;
+#ifdef __CUDA_ARCH__
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+#else
+    lane = threadIdx.x % 32;
+#endif
+    out[threadIdx.x] = int(lane);
+}
+
+// A spin lock on global memory: every thread of the block adds 1 to *total under the lock.
+extern "C" __global__ void locked_count(int* lock, int* total) {
+    for (bool done = false; !done;) {
+        if (atomicCAS(lock, 0, 1) == 0) {
+            *total += 1;
+            __threadfence();
+            atomicExch(lock, 0);
+            done = true;
+        }
+    }
+}

@@ -1,0 +1,87 @@
+"""Global memory on the emulator as on a GPU: a vector access checked for alignment however its
+pointer was cast, an index outside an array argument named where it happens, inline PTX kept for
+the GPU under #ifdef __CUDA_ARCH__ (and refused, with its line, where it is not). The legal
+kernels give the same answers on a GPU."""
+import numpy as np
+import pytest
+
+from book import BACKEND, KernelCompileError, LaunchError, load_kernel, to_device, to_host, xp
+from conftest import ROOT
+
+SOURCE = ROOT / "tests" / "kernels" / "global_memory.cu"
+on_cpu = pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own checks")
+
+
+def kernel(name):
+    return load_kernel(SOURCE, name)
+
+
+@pytest.mark.parametrize("how", [0, 1, 2])
+def test_vector_loads_through_any_cast(how):
+    x = np.arange(4 * 32 + 4, dtype=np.float32)
+    out = xp.zeros(32, dtype=xp.float32)
+    kernel("vector_sum")(1, 32, (to_device(x), out, np.int32(0), np.int32(how)))
+    assert np.array_equal(to_host(out), x[:128].reshape(32, 4).sum(axis=1))
+
+
+@on_cpu
+@pytest.mark.parametrize("how, cast", [(0, "cast to float4"), (1, "reinterpret_cast to vec4"),
+                                       (2, "reinterpret_cast to V")])
+def test_a_misaligned_vector_load_is_refused_however_cast(how, cast):
+    x = np.zeros(4 * 32 + 4, np.float32)
+    with pytest.raises(LaunchError, match=rf"vector_sum: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          rf"misaligned address: the {cast}\* on line \d+ gives an "
+                                          r"address 4 bytes past a 16-byte boundary"):
+        kernel("vector_sum")(1, 32, (x, np.zeros(32, np.float32), np.int32(1), np.int32(how)))
+
+
+@on_cpu
+def test_a_misaligned_double_is_refused():
+    x = np.zeros(66, np.float32)
+    out = np.zeros(32, np.float64)
+    kernel("as_double")(1, 32, (x, out, np.int32(0)))  # element 2t: on 8 bytes
+    with pytest.raises(LaunchError, match=r"misaligned address: the cast to double\* on line "
+                                          r"\d+ gives an address 4 bytes past a 8-byte boundary"):
+        kernel("as_double")(1, 32, (x, out, np.int32(1)))
+
+
+@on_cpu
+def test_an_index_before_the_start_is_named_inside_a_device_function():
+    x = np.arange(32, dtype=np.float32)
+    with pytest.raises(LaunchError, match=r"stencil_left: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"row\[i - 1\] on line 8 is element -1 of `in` \(32 "
+                                          r"elements of 4 bytes\): 1 before its start"):
+        kernel("stencil_left")(1, 32, (x, np.zeros(32, np.float32), np.int32(0)))
+    out = np.zeros(31, np.float32)
+    kernel("stencil_left")(1, 31, (x, out, np.int32(1)))
+    assert np.array_equal(out, x[:31])
+
+
+def test_pointers_that_move_and_views_of_one_array_are_legal():
+    a = np.arange(6 * 8, dtype=np.float32)
+    whole = to_device(a)
+    rows = xp.zeros(6, dtype=xp.float32)
+    kernel("moved_pointers")(6, 1, (whole, rows, whole[40:48], np.int32(8)))
+    assert np.array_equal(to_host(rows), a.reshape(6, 8).sum(axis=1) + a[40])
+
+
+def test_inline_ptx_under_cuda_arch_runs_on_both_backends():
+    out = xp.zeros(64, dtype=xp.int32)
+    kernel("lane_ids")(1, 64, (out,))
+    assert np.array_equal(to_host(out), np.arange(64) % 32)
+
+
+@on_cpu
+def test_inline_ptx_the_cpu_would_compile_is_refused_with_its_line():
+    with pytest.raises(KernelCompileError, match=r"(?s)inline_ptx.cu:4.*inline PTX \(an asm "
+                                                 r"statement\) runs only on a GPU.*#ifdef "
+                                                 r"__CUDA_ARCH__"):
+        load_kernel(ROOT / "tests" / "kernels" / "inline_ptx.cu", "lane_ptx")
+
+
+def test_a_spin_lock_on_atomics_ends():
+    """Threads that spin on atomicCAS let the holder of the lock run (on the emulator: a thread
+    that repeats an atomic on one address yields), so every thread gets its turn."""
+    lock, total = xp.zeros(1, dtype=xp.int32), xp.zeros(1, dtype=xp.int32)
+    kernel("locked_count")(4, 32, (lock, total), **({"timeout_s": 20} if BACKEND == "cpu" else {}))
+    assert int(to_host(total)[0]) == 4 * 32
