@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from cupyx.profiler import benchmark
 
-from book.gemm import sgemm
+from book.blas import sgemm
 from book.harness.check import device_inputs
 from book.harness.measure import held_event_seconds
 from book.launch.runtime import xp

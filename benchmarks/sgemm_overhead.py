@@ -12,12 +12,13 @@ import sys
 
 import pandas as pd
 
-from book import BACKEND, gemm
+from book import BACKEND
 from book.harness import results
+from book.studies import sgemm_lab
 
 if BACKEND != "gpu":
     sys.exit("this benchmark needs a GPU")
 pd.set_option("display.width", 200)
-df = results.keep(gemm.call_overhead(), gemm.OVERHEAD_FILE)
+df = results.keep(sgemm_lab.call_overhead(), sgemm_lab.OVERHEAD_FILE)
 print(df.round(2).to_string())
 sys.exit(0 if (df.status == "ok").all() else 1)

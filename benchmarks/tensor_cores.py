@@ -12,7 +12,7 @@ import pandas as pd
 
 from book import BACKEND
 from book.harness import results
-from book.tensor_cores import error_vs_k, measure, peaks
+from book.studies.tf32_lab import error_vs_k, measure, peaks
 
 gpu = BACKEND == "gpu"
 df = results.keep(measure([4096, 8192] if gpu else [64, 96]), "10_tensor_cores")

@@ -1,4 +1,4 @@
-"""Chapter 10's 3xTF32 call on a Hopper GPU, taken apart (book.tensor_cores.tf32x3_parts): its
+"""Chapter 10's 3xTF32 call on a Hopper GPU, taken apart (book.studies.tf32_lab.tf32x3_parts): its
 launches -- the split (finding each row's exponent), the check for rows to scale, the product
 kernel (step 3's; step 4's producer warpgroup, without and with two partial sums taking turns;
 step 5's, A split in registers) --
@@ -14,7 +14,7 @@ import pandas as pd
 
 from book import BACKEND
 from book.harness import results
-from book.tensor_cores import PARTS_FILE, tf32x3_parts
+from book.studies.tf32_lab import PARTS_FILE, tf32x3_parts
 
 if BACKEND != "gpu":
     sys.exit("this benchmark needs a Hopper GPU")

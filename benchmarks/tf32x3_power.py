@@ -1,5 +1,5 @@
 """The SM clock, board power and the reason for any clock below its maximum while each GEMM of
-chapter 10 runs in a loop (book.tensor_cores.tf32x3_power): cuBLAS SGEMM, cuBLAS TF32, the
+chapter 10 runs in a loop (book.studies.tf32_lab.tf32x3_power): cuBLAS SGEMM, cuBLAS TF32, the
 3xTF32 product alone and the whole sgemm(precision='tf32x3') call, at 4096^3 and 8192^3,
 interleaved in two rounds, each checked first against float64. Saves
 results/<gpu>/10_tf32x3_power.csv (unless BOOK_SAVE_RESULTS=0).
@@ -12,7 +12,8 @@ import pandas as pd
 
 from book import BACKEND
 from book.harness import results
-from book.tensor_cores import POWER_FILE, power_table, tf32x3_power
+from book.studies.tf32_lab import POWER_FILE, tf32x3_power
+from book.studies.tf32_report import power_table
 
 if BACKEND != "gpu":
     sys.exit("this benchmark needs a Hopper GPU")

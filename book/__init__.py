@@ -19,7 +19,7 @@ from .launch.runtime import (BACKEND, CompilerWarning, Kernel, KernelCompileErro
 def __getattr__(name: str):
     """``book.sgemm``: the book's own SGEMM (chapter 9), imported on first use."""
     if name == "sgemm":
-        from .gemm import sgemm
+        from .blas import sgemm
         return sgemm
     raise AttributeError(f"module 'book' has no attribute {name!r}")
 

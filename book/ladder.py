@@ -341,10 +341,11 @@ def markdown(df: pd.DataFrame) -> str:
 def suite_markdown() -> str:
     """Chapter 9's suite: book.sgemm as % of cuBLAS per shape, one column per recorded GPU, with
     the goal's figures (geometric mean, minimum) as the last rows."""
-    from .gemm import BookSgemm, SUITE_FILE, recorded_suites, shape_label, summary
+    from .studies.sgemm_lab import SUITE_FILE, BookSgemm
+    from .studies.sgemm_report import recorded_suites, shape_label, summary
     suites = recorded_suites()
     if not suites:
-        return "*No GPU has recorded the suite yet (`python -m book.gemm --suite`).*"
+        return "*No GPU has recorded the suite yet (`python -m book.studies.sgemm_lab --suite`).*"
     cols = {}
     for device, df in suites.items():
         b = df[df.kernel == BookSgemm.id]
@@ -361,12 +362,13 @@ def heldout_markdown() -> str:
     """Chapter 9's held-out sets per recorded GPU: shapes, geometric mean and lowest % of cuBLAS,
     shapes at or above the goal's floor, median regret; all shapes, then by kind. A set a GPU
     has not run is left out."""
-    from .gemm import HELDOUT_COUNT, HELDOUT_FILE, heldout_table, recorded_heldout
+    from .studies.sgemm_lab import HELDOUT_COUNT, HELDOUT_FILE
+    from .studies.sgemm_report import heldout_table, recorded_heldout
     sets = {name: recorded_heldout(which) for name, which in
             (("first", ""), ("second", "fresh"), ("third", "third"))}
     parts = {name: heldout_table(runs).xs("held-out", level="set") for name, runs in sets.items() if runs}
     if not parts:
-        return "*No GPU has recorded the held-out set yet (`python -m book.gemm --heldout`).*"
+        return "*No GPU has recorded the held-out set yet (`python -m book.studies.sgemm_lab --heldout`).*"
     t = pd.concat(parts, names=["set"]).rename(columns={"shapes": "count"})
     t = t.rename_axis(["set", "GPU", "shapes"]).reset_index()
     return (t.round(1).to_markdown(index=False)

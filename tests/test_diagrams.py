@@ -121,7 +121,7 @@ def test_work_split_shares_every_step_once(tiles_m, tiles_n, steps, sms, splits)
 def test_the_3xtf32_split_keeps_22_bits_in_two_tf32_parts(x):
     """Chapter 10's picture: big and small each hold at most 11 significant bits, small starts
     below big's last, and what neither holds is below 2^-21 of x."""
-    from book.tensor_cores import split_layout, split_picture
+    from book.studies.tf32_models import split_layout, split_picture
     lay = split_layout(x)
     big, small = lay["bits"]["big"], lay["bits"]["small"]
     assert big and max(big) - min(big) < 11

@@ -214,7 +214,7 @@ def test_sgemm_plans_are_clean_in_check_mode(check_mode):
     """The plans of book.sgemm under the same checks (python -m book.profile.sanitize --cpu runs
     them all): a one-slice plan, a split-K plan and one that pads B, on a shape with edges; and
     the builds for B's rows on 8 and on 4 bytes (ROW_ALIGN 2 and 1), their edge tiles moved back."""
-    from book.gemm import Plan
+    from book.blas import Plan
     from book.profile.sanitize import cpu_check
     ids = [p.id for p in (Plan("64x64"), Plan("128x128", 3), Plan("64x128", 1, True))]
     assert cpu_check(ids, sizes=[(65, 66, 63), (70, 70, 33), (70, 69, 17)]) == {}

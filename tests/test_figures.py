@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-from book import gemm, ladder, tune  # noqa: E402
-from book import tensor_cores as tc  # noqa: E402
+from book import ladder, tune  # noqa: E402
+from book.studies import sgemm_report, tf32_models, tf32_report  # noqa: E402
 from book.harness import ceilings, results  # noqa: E402
 from book.harness.plots import (check_readable, loglog_fit_plot, perf_and_bandwidth_plot,  # noqa: E402
                                 perf_plot)
@@ -54,7 +54,7 @@ def figures():
     yield "pitch", pitch.pitch_plot(pt[pt.M < 2000], title="t")
     yield "bars", tune.bars(steps, {k: k for k in steps.kernel.unique() if k != "cublas"},
                             title="t", peak=6e4)
-    yield "suite", gemm.suite_plot(gemm.recorded_suites())
+    yield "suite", sgemm_report.suite_plot(sgemm_report.recorded_suites())
     yield "ladder", ladder.ladder_plot(df)
     yield "roofline", ladder.roofline_plot(df, traffic, device)
 
@@ -122,9 +122,9 @@ def _diagrams():
     yield "08 pipeline, STAGES=3", lambda: diagrams.pipeline(variant(chapter_kernels(8)[-1], STAGES=3),
                                                              tiles=8)
     yield "09 work_split", lambda: diagrams.work_split(tiles_m=4, tiles_n=3, steps=6, sms=8, splits=3)
-    yield "10 fragment_picture", lambda: tc.fragment_picture(lane=0)
-    yield "10 split_picture", lambda: tc.split_picture(np.pi, 1 / 3)
-    yield "10 swizzle_picture", lambda: tc.swizzle_picture()
+    yield "10 fragment_picture", lambda: tf32_models.fragment_picture(lane=0)
+    yield "10 split_picture", lambda: tf32_models.split_picture(np.pi, 1 / 3)
+    yield "10 swizzle_picture", lambda: tf32_models.swizzle_picture()
     yield "10 pipeline", lambda: diagrams.pipeline(KERNELS["tf32x3_wgmma"], tiles=8)
 
 
@@ -189,7 +189,7 @@ def _recorded(gpu):
     yield "10 accuracy_plot", lambda: accuracy_plot(
         load("10_error_vs_k"), title="Error against K, tensor cores beside chapter 7's kernels\n"
                                      f"{load('10_error_vs_k').attrs['source']}")
-    yield "10 magnitude_plot", lambda: tc.magnitude_plot(load("10_magnitudes"))
+    yield "10 magnitude_plot", lambda: tf32_report.magnitude_plot(load("10_magnitudes"))
     yield "11 roofline_plot", lambda: ladder.roofline_plot(
         ladder.all_gpus(), load("09_traffic"), results.load_device(gpu)["name"])
 
@@ -201,8 +201,8 @@ def book_figures():
     for gpu in results.recorded_gpus():
         for name, draw in _recorded(gpu):
             yield f"{name} [{gpu}]", draw
-    yield "09 suite_plot", lambda: gemm.suite_plot(gemm.recorded_suites())
-    yield "09 heldout_plot", lambda: gemm.heldout_plot(gemm.recorded_heldout())
+    yield "09 suite_plot", lambda: sgemm_report.suite_plot(sgemm_report.recorded_suites())
+    yield "09 heldout_plot", lambda: sgemm_report.heldout_plot(sgemm_report.recorded_heldout())
     yield "11 ladder_plot", lambda: ladder.ladder_plot(ladder.all_gpus())
     yield "11 landing_plot", lambda: ladder.landing_plot(ladder.all_gpus())
 
@@ -257,14 +257,14 @@ def test_the_checker_names_what_breaks_the_rules():
 def test_the_suite_and_held_out_axes_zoom_to_the_band_the_chapter_discusses():
     """Chapter 9 discusses 85-115% of cuBLAS: neither figure's value axis starts at 0, both
     show 100%, and every GPU's result lies inside the view."""
-    suites = gemm.recorded_suites()
-    ax = gemm.suite_plot(suites).axes[0]
+    suites = sgemm_report.recorded_suites()
+    ax = sgemm_report.suite_plot(suites).axes[0]
     lo, hi = ax.get_xlim()
     every = pd.concat([d[d.kernel == "book_sgemm"].pct_of_cublas for d in suites.values()])
     assert 70 <= lo <= min(85, every.min()) and max(115, every.max()) <= hi <= 130
     assert any(list(line.get_xdata()) == [100, 100] for line in ax.get_lines())
-    runs = gemm.recorded_heldout()
-    ax = gemm.heldout_plot(runs).axes[0]
+    runs = sgemm_report.recorded_heldout()
+    ax = sgemm_report.heldout_plot(runs).axes[0]
     lo, hi = ax.get_ylim()
     shown = pd.concat([d[(d.kernel == "book_sgemm") & (d.set == "held-out")].pct_of_cublas
                        for d, _ in runs.values()])

@@ -68,8 +68,9 @@ def test_what_left_chapter_9_is_in_its_notes_with_its_measurements():
                     "## A third held-out set", "## Transposed operands", "## What a call costs on the host",
                     "## What is left"):
         assert heading in text, heading
-    for call in ("gemm.edge_timeline()", "gemm.call_overhead()", 'gemm.recorded_heldout("fresh")',
-                 'gemm.recorded_heldout("third")', "gemm.layouts_table("):
+    for call in ("sgemm_lab.edge_timeline()", "sgemm_lab.call_overhead()",
+                 'sgemm_report.recorded_heldout("fresh")', 'sgemm_report.recorded_heldout("third")',
+                 "sgemm_report.layouts_table("):
         found = [c for c in cells(NOTES) if c["cell_type"] == "code" and call in source(c)]
         assert len(found) == 1 and found[0]["outputs"], call
         assert not any(call in source(c) for c in cells(CHAPTER) if c["cell_type"] == "code"), call

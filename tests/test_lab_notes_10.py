@@ -70,9 +70,10 @@ def test_what_left_chapter_10_is_in_its_notes_with_its_outputs():
                   "powers of two from $2^{-60}$ to $2^{60}$"):
         assert moved in text, moved
         assert not any(moved in t for t in prose(CHAPTER)), moved
-    for call in ("tc.parts_table(", "tc.parts_summary(", "tc.power_table(", "tc.power_summary(",
-                 "tc.tf32x3_suite_table(speeds)", "tc.heldout_summary(", "tc.magnitude_table(",
-                 "error_table(", '"goal met": "yes"', 'glue("goal_met"', "tc.magnitude_plot(", '"SMALL_FIRST": 1'):
+    for call in ("tf32_report.parts_table(", "tf32_report.parts_summary(", "tf32_report.power_table(",
+                 "tf32_report.power_summary(", "tf32_report.tf32x3_suite_table(speeds)",
+                 "tf32_report.heldout_summary(", "tf32_report.magnitude_table(", "error_table(",
+                 '"goal met": "yes"', 'glue("goal_met"', "tf32_report.magnitude_plot(", '"SMALL_FIRST": 1'):
         found = [c for c in code(NOTES) if call in source(c)]
         assert len(found) == 1 and found[0]["outputs"], call
         assert not any(call in source(c) for c in code(CHAPTER)), call
@@ -109,8 +110,9 @@ def test_the_chapter_shows_the_call_with_one_small_table():
 def test_the_notes_long_tables_show_every_row_and_fold_their_code():
     """The notes' long reference tables show every row (the prose quotes numbers from them: a
     scroll box hid them) and the cells that load and format them show no code until asked."""
-    for call in ("runs.style.format(", "tc.tf32x3_suite_table(speeds)", "tc.tf32x3_suite_table(heldout)",
-                 "error_table(", "tc.magnitude_table(", "tc.power_table("):
+    for call in ("runs.style.format(", "tf32_report.tf32x3_suite_table(speeds)",
+                 "tf32_report.tf32x3_suite_table(heldout)", "error_table(", "tf32_report.magnitude_table(",
+                 "tf32_report.power_table("):
         found = [c for c in code(NOTES) if call in source(c)]
         assert len(found) == 1 and "hide-input" in tags(found[0]), call
         assert "output_scroll" not in tags(found[0]), call

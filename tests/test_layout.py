@@ -1,4 +1,6 @@
-"""The package's layout: no import cycle, between modules or between its parts."""
+"""The package's layout: no import cycle, between modules or between its parts; the library
+(book.blas, ``book.sgemm``) on the launch API, the registry and what a call needs of the
+harness, never on the chapters' studies, plots or tables."""
 import ast
 from pathlib import Path
 
@@ -64,6 +66,8 @@ GRAPH = {m: imports(m) for m in MODULES}
 def test_the_walker_sees_imports():
     assert "book.launch.runtime" in GRAPH["book"]
     assert "book.harness.measure" in GRAPH["book.tune"]
+    assert "book.blas" in GRAPH["book"] and "book.blas.choice" in GRAPH["book.blas.call"]
+    assert "book.blas" in GRAPH["book.studies.sgemm_lab"]
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
@@ -82,6 +86,77 @@ def test_no_part_imports_one_that_imports_it_back():
 
 
 @pytest.mark.parametrize("lower, upper", [("launch", "harness"), ("harness", "registry"),
-                                          ("registry", "models"), ("registry", "profile")])
+                                          ("registry", "models"), ("registry", "profile"),
+                                          ("registry", "blas"), ("blas", "studies"),
+                                          ("blas", "models"), ("blas", "profile"), ("blas", "ladder"),
+                                          ("blas", "tune"), ("studies", "ladder")])
 def test_the_parts_depend_one_way(lower, upper):
     assert f"book.{upper}" not in PARTS[f"book.{lower}"], f"book.{lower} imports book.{upper}"
+
+
+LIBRARY = sorted(m for m in MODULES if m == "book.blas" or m.startswith("book.blas."))
+LIBRARY_NEEDS = ("book.launch", "book.registry", "book.harness.check", "book.harness.device",
+                 "book.harness.results", "book.harness.measure")
+"""All the library may reach below it: the launch API, the registry (with the check's tolerance it
+reads), and of the harness the device report (the GPU's name and SMs), the results files (a tuning
+run's plans and rates) and the event timer a first call times its candidates with."""
+STUDIES_PLOTS_TABLES = ("book.studies", "book.harness.plots", "book.harness.tables",
+                        "book.harness.notebook", "book.harness.sources", "book.harness.ceilings",
+                        "book.models", "book.profile", "book.ladder", "book.tune")
+
+
+def within(name: str, places) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in places)
+
+
+def reached(start: str) -> dict[str, list[str]]:
+    """Every book module ``start`` imports, directly or through others: the path to each."""
+    paths, todo = {start: [start]}, [start]
+    while todo:
+        here = todo.pop()
+        for nxt in sorted(GRAPH[here]):
+            if nxt not in paths:
+                paths[nxt] = paths[here] + [nxt]
+                todo.append(nxt)
+    return paths
+
+
+def test_the_library_is_a_package_of_its_own():
+    assert {"book.blas", "book.blas.call", "book.blas.plans", "book.blas.model",
+            "book.blas.choice", "book.blas.tf32x3"} <= set(LIBRARY)
+
+
+@pytest.mark.parametrize("module", LIBRARY)
+def test_the_library_imports_no_study_plot_or_table(module):
+    """book.sgemm's modules reach none of the chapters' studies, plots or tables, even through
+    another module (imports inside functions count)."""
+    bad = {t: p for t, p in reached(module).items() if within(t, STUDIES_PLOTS_TABLES)}
+    assert not bad, "; ".join(" -> ".join(p) for p in bad.values())
+
+
+@pytest.mark.parametrize("module", LIBRARY)
+def test_the_library_stands_on_the_launch_api_the_registry_and_what_a_call_needs(module):
+    bad = {t: p for t, p in reached(module).items() if not within(t, ("book.blas",) + LIBRARY_NEEDS)}
+    assert not bad, "; ".join(" -> ".join(p) for p in bad.values())
+
+
+def test_the_library_draws_nothing():
+    """No module the library reaches imports matplotlib."""
+    drawing = []
+    for name in set().union(*(reached(m) for m in LIBRARY)):
+        for node in ast.walk(ast.parse(MODULES[name].read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            drawing += [name for n in names if n.split(".")[0] == "matplotlib"]
+    assert not drawing, sorted(set(drawing))
+
+
+def test_the_checks_catch_a_study_imported_by_the_library():
+    """The walker follows imports inside functions and through other modules."""
+    saved = GRAPH["book.blas.plans"]
+    GRAPH["book.blas.plans"] = saved | {"book.harness.measure", "book.studies.sgemm_report"}
+    try:
+        with pytest.raises(AssertionError, match="book.blas.plans -> book.studies.sgemm_report"):
+            test_the_library_imports_no_study_plot_or_table("book.blas.call")
+    finally:
+        GRAPH["book.blas.plans"] = saved

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from book import LaunchError, xp
-from book import gemm as S
+from book import blas as S
 from book.harness.check import random_inputs, relative_error, run_matmul
 from book.launch import wgmma as W
 

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from book import LaunchError, to_device, to_host, xp
-from book import gemm as S
+from book import blas as S
+from book.blas import call, choice, kernels
+from book.studies import sgemm_lab, sgemm_report
 from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
 from book.harness.measure import check_kernels
 
@@ -67,7 +69,7 @@ def _as_layout(x, transposed: bool):
 
 def _force(monkeypatch, plan):
     """sgemm runs ``plan`` whatever the shape (and a GPU's first call does not time others)."""
-    monkeypatch.setattr(S, "plan_for", lambda M, N, K, layout="nn": plan)
+    monkeypatch.setattr(call, "plan_for", lambda M, N, K, layout="nn": plan)
     monkeypatch.setenv("BOOK_SGEMM_LEARN", "0")
 
 
@@ -150,7 +152,7 @@ def test_the_few_k_kernel_walks_its_groups_of_rows_on_a_two_by_two_grid(monkeypa
     """skinny_outer with fewer blocks than groups of rows along y and two columns of blocks:
     each block walks every gridDim.y-th group (a wave of 4 blocks, as on a GPU that holds 4);
     wide products (columns over half a wave) take a block a group."""
-    monkeypatch.setattr(S, "_outer_wave", lambda pr: 4)
+    monkeypatch.setattr(kernels, "_outer_wave", lambda pr: 4)
     for shape in [(70, 1100, 20), (70, 2100, 20)]:  # grid (2, 2), then (3, 5)
         table = check_kernels([S.Skinny("k", 32, 1, layout) for layout in ("nn", "tt")], [shape])
         assert (table == "ok").all().all(), table.to_string()
@@ -191,7 +193,7 @@ def test_skinny_splits_are_summed_by_their_last_block_in_one_launch(shape, layou
         outs.append(to_host(out))
     assert relative_error(outs[0], 2.0 * (a.astype(np.float64) @ b) + 0.5 * c0) < TOLERANCE
     assert np.array_equal(outs[0], outs[1])
-    assert not to_host(S._tickets(1)).any()
+    assert not to_host(kernels._tickets(1)).any()
 
 
 def test_split_k_never_leaves_a_slice_of_k_empty():
@@ -276,10 +278,10 @@ def test_edge_tiles_moved_back_store_only_their_own_part(plan, monkeypatch):
 
 
 def test_block_times_has_one_row_per_block_and_marks_the_edges():
-    df = S.block_times("64x64", 100)  # 2 x 2 tiles: all but (0, 0) stick out
+    df = sgemm_lab.block_times("64x64", 100)  # 2 x 2 tiles: all but (0, 0) stick out
     assert list(df.edge) == [False, True, True, True]
     assert (df.end_us >= df.start_us).all() and df.start_us.min() == 0
-    table = S.edge_timeline((100,), "64x64")
+    table = sgemm_lab.edge_timeline((100,), "64x64")
     assert list(table["edge tiles"]) == ["in place", "moved back"]
 
 
@@ -293,7 +295,7 @@ def test_pad_b_copies_only_misaligned_rows():
 
 def test_a_shape_off_the_table_gets_the_cost_models_best_plan():
     """No tuning table here (the emulator): every shape gets the model's first plan."""
-    if S._table() is None:
+    if choice._table() is None:
         assert S.plan_for(100, 100, 100) == S.ranked(100, 100, 100)[0]
 
 
@@ -315,9 +317,9 @@ def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkey
     under SMALL_S; here a fake clock makes the third fastest),
     the winner kept in memory and on disk, and plan_for answers with it from then on."""
     from book.harness import measure
-    monkeypatch.setattr(S, "_learned_path", lambda: tmp_path / "learned.csv")
-    monkeypatch.setattr(S, "_LEARNED", {})
-    monkeypatch.setattr(S, "build_all", lambda builds: 0)
+    monkeypatch.setattr(choice, "_learned_path", lambda: tmp_path / "learned.csv")
+    monkeypatch.setattr(choice, "_LEARNED", {})
+    monkeypatch.setattr(choice, "build_all", lambda builds: 0)
     shape = (300, 200, 100)
     order = S.ranked(*shape)
     top = order[:S.FIRST_CALL_SMALL]
@@ -334,14 +336,14 @@ def test_a_first_call_times_the_models_best_few_and_remembers_the_fastest(monkey
     best = S.learn(*shape, lambda plan: ran.append(plan))
     assert best == top[2] and set(ran) == set(S.first_call_plans(*shape))
     S.plan_for.cache_clear()
-    assert S.plan_for(*shape) == top[2] or S._table() is not None
+    assert S.plan_for(*shape) == top[2] or choice._table() is not None
     saved = (tmp_path / "learned.csv").read_text().splitlines()
     assert saved == ["M,N,K,layout,plan", f"300,200,100,nn,{top[2].id}"]
     S.plan_for.cache_clear()
 
 
 def test_the_suite_has_every_kind_of_shape():
-    shapes = S.SUITE
+    shapes = sgemm_lab.SUITE
     assert len(shapes) >= 12
     assert {1024, 2048, 4096, 8192, 16384} <= {m for m, n, k in shapes if m == n == k}
     assert any(m % 32 for m, n, k in shapes)
@@ -384,25 +386,25 @@ def test_plan_ids_name_their_plans_for_the_profiling_tools():
 
 
 def test_the_held_out_shapes_are_seeded_log_uniform_and_fit():
-    shapes = S.heldout_shapes()
-    assert shapes == S.heldout_shapes() and len(shapes) == S.HELDOUT_COUNT >= 40
+    shapes = sgemm_lab.heldout_shapes()
+    assert shapes == sgemm_lab.heldout_shapes() and len(shapes) == sgemm_lab.HELDOUT_COUNT >= 40
     assert all(1 <= v <= 16384 for shape in shapes for v in shape)
     assert all(12 * (m * k + k * n + m * n) <= 6 << 30 for m, n, k in shapes)
-    assert not set(shapes) & set(S.SUITE)
+    assert not set(shapes) & set(sgemm_lab.SUITE)
 
 
 @pytest.mark.parametrize("seed", ["FRESH_SEED", "THIRD_SEED"])
 def test_the_later_held_out_sets_are_other_draws(seed):
-    shapes = S.heldout_shapes(seed=getattr(S, seed))
-    earlier = S.heldout_shapes() + S.SUITE + (S.heldout_shapes(seed=S.FRESH_SEED)
+    shapes = sgemm_lab.heldout_shapes(seed=getattr(sgemm_lab, seed))
+    earlier = sgemm_lab.heldout_shapes() + sgemm_lab.SUITE + (sgemm_lab.heldout_shapes(seed=sgemm_lab.FRESH_SEED)
                                               if seed == "THIRD_SEED" else [])
-    assert len(shapes) == S.HELDOUT_COUNT and not set(shapes) & set(earlier)
+    assert len(shapes) == sgemm_lab.HELDOUT_COUNT and not set(shapes) & set(earlier)
     assert all(12 * (M * K + K * N + M * N) <= 6 << 30 for M, N, K in shapes)
 
 
 def test_heldout_records_the_plan_its_regret_and_the_first_call():
-    df, model = S.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
-    b = df[df.kernel == S.BookSgemm.id]
+    df, model = sgemm_lab.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
+    b = df[df.kernel == sgemm_lab.BookSgemm.id]
     assert (model.groupby(["M", "N", "K"]).chosen.sum() == 1).all()
     assert (model.model_us > 0).all() and (model.measured_us > 0).all()
     assert (b.status == "ok").all() and (b.regret_pct >= 0).all() and (b.first_call_s > 0).all()
@@ -413,7 +415,7 @@ def test_heldout_records_the_plan_its_regret_and_the_first_call():
         assert r.best_plan in times.index and r.plan in times.index
         assert times[r.best_plan] == times.min() <= times[r.plan]
         assert r.regret_pct == pytest.approx(100 * (times[r.plan] / times.min() - 1))
-    summary = S.heldout_summary(df)
+    summary = sgemm_lab.heldout_summary(df)
     assert summary.loc[("held-out", "all"), "shapes"] == 2
 
 
@@ -442,10 +444,10 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
     by hand (not glued) hold in each GPU's files: a new run that moves them fails here, and the
     prose is read again."""
     from book.harness import results
-    runs, layouts = S.recorded_heldout(), results.load_every(S.LAYOUTS_FILE)
+    runs, layouts = sgemm_report.recorded_heldout(), results.load_every(sgemm_lab.LAYOUTS_FILE)
     assert runs and layouts
     for device, (df, model) in runs.items():
-        d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
+        d = df[(df.kernel == sgemm_lab.BookSgemm.id) & (df.set == "held-out")].copy()
         d["few"] = d[["M", "N"]].min(axis=1)
         shape = lambda r: (r.M, r.N, r.K)
         thin = d[(d.few < 64) & (d.pct_of_cublas < 90) & (d.pct_of_copy < 80)]
@@ -478,14 +480,14 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
             rank = list(m.plan).index("sgemm_64x128/3s_sk") + 1
             first16 = m.head(16).measured_us.min()
             assert rank == 41 and round(first16 / m.set_index("plan").measured_us["sgemm_64x128/3s_sk"] * 100 - 100) == 23
-        s = df[(df.kernel == S.BookSgemm.id) & (df.set == "suite")].set_index(["M", "N", "K"]).pct_of_cublas
+        s = df[(df.kernel == sgemm_lab.BookSgemm.id) & (df.set == "suite")].set_index(["M", "N", "K"]).pct_of_cublas
         assert (round(s[(1000,) * 3], 1), round(s[(8192,) * 3], 1)) == ((90.8, 100.2) if h100 else (91.6, 100.8))
         assert 98 <= s[(4096,) * 3] < 99.5, device                   # "98 to 99%" ("What is left")
-        assert round(S.geomean_pct(s), 1) == (100.4 if h100 else 100.6), device
-    fresh = S.recorded_heldout("fresh")
+        assert round(sgemm_lab.geomean_pct(s), 1) == (100.4 if h100 else 100.6), device
+    fresh = sgemm_report.recorded_heldout("fresh")
     assert fresh.keys() == runs.keys()
     for device, (df, model) in fresh.items():  # the second set's prose, and "What is left"
-        d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
+        d = df[(df.kernel == sgemm_lab.BookSgemm.id) & (df.set == "held-out")].copy()
         few = d[["M", "N"]].min(axis=1)
         big = d[(few >= 64) & (d.pct_of_cublas < 90)]
         h100 = "H100" in device  # the H200's run predates the one-wave skinny_outer
@@ -501,7 +503,7 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         outer_mid = d[d.plan.str.startswith("sgemm_skinnyk") & (d.K > 8)]
         assert len(outer_mid) == (1 if h100 else 0), device                  # "the one held-out shape"
         first = runs[device][0]
-        first = first[(first.kernel == S.BookSgemm.id) & (first.set == "held-out")]
+        first = first[(first.kernel == sgemm_lab.BookSgemm.id) & (first.set == "held-out")]
         thin = d[(few < 64) & (d.pct_of_cublas < 90) & (d.pct_of_copy < 80) & (d.M != 12)]
         first_thin = first[(first[["M", "N"]].min(axis=1) < 64) & (first.pct_of_cublas < 90)
                            & (first.pct_of_copy < 80)]
@@ -513,15 +515,15 @@ def test_chapter_9s_written_figures_hold_in_every_gpus_recorded_runs():
         cublas_copy = worst.pct_of_copy / worst.pct_of_cublas * 100
         assert (worst.M, worst.N) == (12, 14942) and 62.5 <= cublas_copy < 67.5  # "63 to 67%"
         assert 42.5 <= worst.pct_of_copy < 47.5, device                       # "43 to 47%"
-    third = S.recorded_heldout("third")
+    third = sgemm_report.recorded_heldout("third")
     assert third and set(third) <= set(runs)
     written = {"H100": (134, 23.6, 14.4, 23.8, 43, (125, 129, 132)),  # the third set's prose
                "H200": (136, 23.4, 14.2, 23.7, 42, (145, 134, 141))}
     for device, (df, model) in third.items():  # the third set's prose, and "What is left"
         geo, ours, theirs, tiles32, thin, outer_pcts = written[device.split()[1]]
-        d = df[(df.kernel == S.BookSgemm.id) & (df.set == "held-out")].copy()
+        d = df[(df.kernel == sgemm_lab.BookSgemm.id) & (df.set == "held-out")].copy()
         few = d[["M", "N"]].min(axis=1)
-        s = S.heldout_summary(df).loc["held-out"]
+        s = sgemm_lab.heldout_summary(df).loc["held-out"]
         assert round(s.loc["all", "geometric mean (% of cuBLAS)"]) == geo, device  # "134%", "136%"
         below = {(r.M, r.N, r.K): r.pct_of_cublas for r in d.itertuples()
                  if r.pct_of_cublas < 90 and not (min(r.M, r.N) < 64 and r.pct_of_copy >= 80)}
@@ -551,11 +553,11 @@ def test_a_plan_takes_the_build_for_its_rows_alignment():
     """Rows of B on 16, 8 or 4 bytes: ROW_ALIGN 4 (the default build), 2 or 1; a transposed A
     counts too; the builds a shape needs name the same."""
     B = xp.zeros((8, 12), dtype=xp.float32)
-    assert S._row_align("nn", 12, 12, B, B) == 4
-    assert S._row_align("nn", 12, 10, B, B) == 2
-    assert S._row_align("nn", 12, 12, B, B[:, 1:]) == 1
-    assert S._row_align("tn", 10, 12, B, B) == 2
-    assert S._row_align("nt", 12, 7, B, B) == 4  # a transposed B is read along k: no pieces
+    assert kernels._row_align("nn", 12, 12, B, B) == 4
+    assert kernels._row_align("nn", 12, 10, B, B) == 2
+    assert kernels._row_align("nn", 12, 12, B, B[:, 1:]) == 1
+    assert kernels._row_align("tn", 10, 12, B, B) == 2
+    assert kernels._row_align("nt", 12, 7, B, B) == 4  # a transposed B is read along k: no pieces
     defines = lambda n: {d.get("ROW_ALIGN", 4) for _, d, _ in S.builds_for([S.Plan("64x64")], 8, n)}
     assert [defines(n) for n in (8, 6, 7)] == [{4}, {2}, {1}]
 

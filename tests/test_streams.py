@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from book import BACKEND, xp
-from book import gemm as S
+from book import blas as S
 from book.harness.check import TOLERANCE, relative_error
 from book.registry import KERNELS
 

@@ -6,7 +6,7 @@ import pytest
 
 from book import LaunchError, load_kernel, to_device, to_host, xp
 from book.registry import KERNELS
-from book.tensor_cores import tf32_bits as tf32_rna
+from book.studies.tf32_models import tf32_bits as tf32_rna
 from conftest import ROOT
 
 TENSOR = ROOT / "tests" / "kernels" / "tensor_cores.cu"
@@ -213,10 +213,10 @@ def test_steps_4_and_5_give_step_3s_bits(shape, splits, variant, scaled):
 
 
 def test_the_swizzle_picture_is_the_kernels_swizzle():
-    """Chapter 10 draws the 128-byte swizzle from tensor_cores.swizzle_offset: it is wgmma.cuh's
+    """Chapter 10 draws the 128-byte swizzle from tf32_models.swizzle_offset: it is wgmma.cuh's
     tf32_swizzle, offset for offset; one k-step's pieces of 8 rows fall in all 32 banks
     swizzled, in 4 plain."""
-    from book.tensor_cores import swizzle_layout, swizzle_offset
+    from book.studies.tf32_models import swizzle_layout, swizzle_offset
     out = xp.full(16 * 32, -1, dtype=xp.int32)
     load_kernel(ROOT / "tests" / "kernels" / "wgmma.cu", "swizzle_offsets", options=("-arch=sm_90a",))(
         1, 128, (out, np.int32(16)))
@@ -229,7 +229,7 @@ def test_the_swizzle_picture_is_the_kernels_swizzle():
 
 def test_the_fragment_picture_shows_every_lane_in_the_ptx_counts():
     """Each lane holds 4 elements of A and of C and 2 of B (mma.m16n8k8 .tf32)."""
-    from book.tensor_cores import fragment_lanes, fragment_picture
+    from book.studies.tf32_models import fragment_lanes, fragment_picture
     lanes = fragment_lanes()
     for name, count in (("A", 4), ("B", 2), ("C", 4)):
         assert (np.bincount(lanes[name].to_numpy().ravel(), minlength=32) == count).all()
@@ -241,18 +241,18 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
     goal table a column per GPU whose 4096^3 cell is that GPU's recorded multiple of SGEMM. What
     chapter 10 says under its goal table (without the 4096^3 and 8192^3 rows) and what its lab
     notes (L10_tensor_cores_notes) say under the whole table hold in the files."""
-    from book import tensor_cores as tc
+    from book.studies import tf32_lab, tf32_report
     from book.harness import results
-    mags, speeds = results.load_every(tc.MAGNITUDES_FILE), results.load_every(tc.TF32X3_SUITE_FILE)
+    mags, speeds = results.load_every(tf32_lab.MAGNITUDES_FILE), results.load_every(tf32_lab.TF32X3_SUITE_FILE)
     assert mags and speeds, "chapter 10's files are recorded for every GPU of results/"
-    table = tc.magnitude_table(mags)
+    table = tf32_report.magnitude_table(mags)
     assert list(table.columns) == ["3xTF32", "3xTF32 unscaled", "FFMA", "cuBLAS"]
     assert len(table) == sum(len(df) // 4 for df in mags.values())
-    goals = tc.tf32x3_goal_table(speeds)
+    goals = tf32_report.tf32x3_goal_table(speeds)
     for device, df in speeds.items():
-        at = df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.M == 4096) & (df.N == 4096) & (df.K == 4096)]
+        at = df[(df.kernel == tf32_lab.Tf32x3Sgemm.id) & (df.M == 4096) & (df.N == 4096) & (df.K == 4096)]
         assert goals.loc["4096³", device] == f"{at.pct_of_cublas.iloc[0] / 100:.2f}"
-    summary = tc.magnitude_summary(mags)
+    summary = tf32_report.magnitude_summary(mags)
     assert summary["mag_tf32x3_max"] <= summary["mag_cublas_min"]  # as chapter 10's prose says
     x = goals.drop(columns="goal (x SGEMM)").astype(float)  # the prose under the goal tables:
     met = {(row, d) for row in x.index[:-1] for d in x.columns
@@ -262,7 +262,7 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
     # on the H100 at 1024 × 1024 × 16384" (chapter 10; the notes: "met at 1024 × 1024 × 16384 ...")
     assert met == {("1024 × 1024 × 16384", h100), ("1024 × 1024 × 16384", h200), (lowest, h200),
                    ("1024³", h200)}
-    long_k = {d: df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.K == 16384) & (df.M == 1024)]
+    long_k = {d: df[(df.kernel == tf32_lab.Tf32x3Sgemm.id) & (df.K == 16384) & (df.M == 1024)]
               .pct_of_cublas.iloc[0] / 100 for d, df in speeds.items()}
     assert {d: round(v, 2) for d, v in long_k.items()} == {h100: 1.62, h200: 1.71}
     squares = x.loc[["4096³", "8192³"]].stack().round(2)
@@ -270,7 +270,7 @@ def test_chapter_10s_recorded_tables_read_every_gpu():
     assert list(x.loc[lowest].round(2)) == [1.99, 2.08]
     assert list(x.loc["1024³"].round(2)) == [1.49, 1.58]
     assert list(x.loc["whole suite, geometric mean"]) == [1.75, 1.83]
-    tf32x3 = {d: df[df.kernel == tc.Tf32x3Sgemm.id].set_index(["M", "N", "K"]).pct_of_cublas / 100
+    tf32x3 = {d: df[df.kernel == tf32_lab.Tf32x3Sgemm.id].set_index(["M", "N", "K"]).pct_of_cublas / 100
               for d, df in speeds.items()}
     big = [(2048, 2048, 2048), (16384, 16384, 16384), (4096, 4096, 4096), (8192, 8192, 8192),
            (4097, 4097, 4097), (3000, 5000, 2000)]  # notes: "On the H100 those shapes reach 1.99 to 2.40"
@@ -285,11 +285,11 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     file: the producer warpgroup gains nothing anywhere (within about a tenth either way), ping-pong
     is slower everywhere, step 5 (A from registers) is slower everywhere and its call below step
     3's, and every product gave the same bits as step 3's."""
-    from book import tensor_cores as tc
+    from book.studies import tf32_lab, tf32_report
     from book.harness import results
-    runs = results.load_every(tc.PARTS_FILE)
+    runs = results.load_every(tf32_lab.PARTS_FILE)
     assert runs, "chapter 10's parts file is recorded for every Hopper GPU of results/"
-    table = tc.parts_table(runs)
+    table = tf32_report.parts_table(runs)
     assert len(table) == sum(len(set(zip(df.M, df.N, df.K))) for df in runs.values())
     for device, df in runs.items():
         ms = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096)].set_index("part").ms
@@ -301,15 +301,15 @@ def test_chapter_10s_parts_table_reads_every_gpus_run():
     assert (table["ping-pong, % of product"] > 100).all()
     assert (table["step 5, % of product"] > 135).all()
     assert (table["call with step 5, x SGEMM"] < table["call, x SGEMM"]).all()
-    s = tc.parts_summary(runs)
+    s = tf32_report.parts_summary(runs)
     assert s["parts_call_x_4096_max"] < 2.5  # the prose's reading: short of the goal, below the bound
     assert (table["call with step 5, x SGEMM"].xs("4096³", level=1).round(1) == 1.5).all()  # "about 1.5"
     peaks = results.load_every("10_tensor_peaks")  # "411 TFLOP/s of the 482 that wgmma reaches on
     wgmma = peaks["NVIDIA H200"].set_index("instruction").tflops  # that GPU (the H200)" (notes' What is left)
     assert round(wgmma[[i for i in wgmma.index if i.startswith("wgmma")][0]]) == 482
-    suite = results.load_every(tc.TF32X3_SUITE_FILE)  # "(in the suite's run, above, 2.36 and 2.47:
+    suite = results.load_every(tf32_lab.TF32X3_SUITE_FILE)  # "(in the suite's run, above, 2.36 and 2.47:
     for device, df in suite.items():                   # the two runs differ by 3 to 7%)"
-        at = df[(df.kernel == tc.Tf32x3Sgemm.id) & (df.M == 4096) & (df.K == 4096)].pct_of_cublas.iloc[0] / 100
+        at = df[(df.kernel == tf32_lab.Tf32x3Sgemm.id) & (df.M == 4096) & (df.K == 4096)].pct_of_cublas.iloc[0] / 100
         call = table.loc[(device.replace("NVIDIA ", "").split()[0], "4096³")]["call, x SGEMM"]
         assert 3 <= round(100 * (at / call - 1)) <= 7, device
     big = table.xs("8192³", level=1)  # "at 8192³ it runs at 108% of its rate on both GPUs, and on
@@ -336,11 +336,11 @@ def test_chapter_10s_power_table_reads_every_gpus_loop():
     and kernel holding the medians of its rounds; and what the prose says holds in every file: SGEMM at
     (or within 1% of) the maximum clock, the product and cuBLAS TF32 held below it by the power
     cap, the loop's call below the suite's at the same shapes, the H100's SGEMM touching the cap."""
-    from book import tensor_cores as tc
+    from book.studies import tf32_lab, tf32_report
     from book.harness import results
-    runs = results.load_every(tc.POWER_FILE)
+    runs = results.load_every(tf32_lab.POWER_FILE)
     assert set(runs) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
-    table = tc.power_table(runs)
+    table = tf32_report.power_table(runs)
     assert len(table) == sum(len(set(zip(df.M, df.N, df.K, df.kernel))) for df in runs.values())
     for device, df in runs.items():
         assert (df[df.kernel != "cublas_tf32"].rel_error < 1e-5).all(), device
@@ -356,7 +356,7 @@ def test_chapter_10s_power_table_reads_every_gpus_loop():
     assert (held["SM clock (MHz)"] < 0.85 * 1980).all() and (held["reasons"] == "power cap").all()
     h100 = table.loc[("H100", "8192³", "cuBLAS SGEMM")]  # "On the H100 at 8192³ ... the cap shows up
     assert h100["reasons"] == "power cap" and h100["SM clock (MHz)"] >= 0.99 * 1980  # in some samples"
-    s = tc.power_summary(runs, results.load_every(tc.TF32X3_SUITE_FILE))
+    s = tf32_report.power_summary(runs, results.load_every(tf32_lab.TF32X3_SUITE_FILE))
     assert s["power_call_x_max"] < s["power_suite_x_min"]  # "should expect the loop's figures"
     assert s["power_call_x_max"] < s["power_product_x_max"] < 2.5 and s["power_max_mhz"] == 1980
     for gpu in ("H100", "H200"):  # "runs at 1440 to 1478 MHz on the H100 ..."
@@ -387,41 +387,41 @@ def test_clocks_while_samples_the_gpu_under_a_load():
 @pytest.mark.skipif(KERNELS["tf32x3_wgmma"].why_not_here() is not None,
                     reason="3xTF32 runs on wgmma (compute capability 9.0)")
 def test_the_held_out_run_checks_every_shape_it_times():
-    """``python -m book.tensor_cores --heldout`` on whichever backend runs: 'tf32x3', FFMA
+    """``python -m book.studies.tf32_lab --heldout`` on whichever backend runs: 'tf32x3', FFMA
     book.sgemm and cuBLAS on every shape, each checked ('ok'), and the summary counts them."""
-    from book import tensor_cores as tc
-    df = tc.tf32x3_heldout(rounds=1)
-    assert set(df.kernel) == {tc.Tf32x3Sgemm.id, "book_sgemm", "cublas"}
+    from book.studies import tf32_lab, tf32_report
+    df = tf32_lab.tf32x3_heldout(rounds=1)
+    assert set(df.kernel) == {tf32_lab.Tf32x3Sgemm.id, "book_sgemm", "cublas"}
     assert (df.status == "ok").all() and (df.rel_error < 1e-5).all()
-    summary = tc.heldout_summary({"this GPU": df})
+    summary = tf32_report.heldout_summary({"this GPU": df})
     assert summary.loc["this", "shapes"] == len(set(zip(df.M, df.N, df.K))) and summary.checks.eq("ok").all()
 
 
 def test_chapter_10s_held_out_prose_reads_every_gpus_file():
     """The held-out set is recorded for both GPUs, every shape checked, and the figures chapter
     10 and its lab notes give for it hold in the files."""
-    from book import tensor_cores as tc
+    from book.studies import tf32_lab, tf32_report
     from book.harness import results
-    runs = results.load_every(tc.HELDOUT_FILE)
+    runs = results.load_every(tf32_lab.HELDOUT_FILE)
     assert set(runs) == {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
-    s = tc.heldout_summary(runs)
+    s = tf32_report.heldout_summary(runs)
     assert (s.checks == "ok").all() and (s.shapes == 24).all() and list(s["at or above SGEMM"]) == [14, 15]
     assert [round(v, 2) for v in s["geometric mean (x SGEMM)"]] == [1.21, 1.27]
     assert [round(v, 2) for v in s["their geometric mean"]] == [2.31, 2.44]
     assert [round(v, 2) for v in s.highest] == [2.66, 2.81] and [round(v, 2) for v in s.lowest] == [0.46, 0.46]
     x = {d: df.pivot_table(index=["M", "N", "K"], columns="kernel", values="pct_of_cublas")
          for d, df in runs.items()}
-    below = {d: t[t[tc.Tf32x3Sgemm.id] < 100].index for d, t in x.items()}
+    below = {d: t[t[tf32_lab.Tf32x3Sgemm.id] < 100].index for d, t in x.items()}
     idx = below["NVIDIA H100 80GB HBM3"]  # "ten below SGEMM on the H100, five with a short K
     short = [k for _, _, k in idx if k <= 236]  # (146 to 236)", five with M or N in (128, 512]
     assert len(idx) == 10 and len(short) == 5 and (min(short), max(short)) == (146, 236)
     assert all(128 < min(m, n) <= 512 for m, n, k in idx if k > 236)
     assert set(below["NVIDIA H200"]) == set(idx) - {(12585, 6721, 168)}  # "the H200 runs one ... at 1.04"
-    assert [int((t.book_sgemm > t[tc.Tf32x3Sgemm.id]).sum()) for t in x.values()] == [7, 4]
-    from book.gemm import heldout_shapes
+    assert [int((t.book_sgemm > t[tf32_lab.Tf32x3Sgemm.id]).sum()) for t in x.values()] == [7, 4]
+    from book.studies.sgemm_lab import heldout_shapes
     for df in runs.values():  # the shapes the seed draws, and no others
         assert list(df.drop_duplicates(["M", "N", "K"])[["M", "N", "K"]].itertuples(index=False, name=None)) \
-            == heldout_shapes(24, tc.HELDOUT_SEED, low=tc.HELDOUT_LOW)
+            == heldout_shapes(24, tf32_lab.HELDOUT_SEED, low=tf32_lab.HELDOUT_LOW)
 
 
 def test_chapter_10s_step_table_fails_only_where_the_prose_says():
@@ -458,10 +458,10 @@ def test_chapter_10s_lab_notes_runs_of_one_shape_read_every_gpus_files():
     and the power loop's three seconds longer than its first 50 ms -- the directions the prose
     states; the chapter's headline (the step table's) is the highest multiple of the short runs
     at 4096^3."""
-    from book import tensor_cores as tc
+    from book.studies import tf32_lab
     from book.harness import results
     steps, suite, parts, power = (results.load_every(f) for f in (
-        "10_tensor_cores", tc.TF32X3_SUITE_FILE, tc.PARTS_FILE, tc.POWER_FILE))
+        "10_tensor_cores", tf32_lab.TF32X3_SUITE_FILE, tf32_lab.PARTS_FILE, tf32_lab.POWER_FILE))
     assert set(steps) == set(suite) == set(parts) == set(power)
     for device in steps:
         for n in (4096, 8192):
@@ -472,9 +472,9 @@ def test_chapter_10s_lab_notes_runs_of_one_shape_read_every_gpus_files():
             call = at(suite[device]).set_index("kernel").gflops
             part = at(parts[device]).set_index("part").ms
             loop = at(power[device]).groupby("kernel")[["ms_first", "ms"]].median()
-            assert ms / step.tf32x3_wgmma < ms / call[tc.Tf32x3Sgemm.id] < part.sgemm_tf32x3, (device, n)
+            assert ms / step.tf32x3_wgmma < ms / call[tf32_lab.Tf32x3Sgemm.id] < part.sgemm_tf32x3, (device, n)
             assert loop.ms_first.sgemm_tf32x3 < loop.ms.sgemm_tf32x3, (device, n)
             if n == 4096:
                 x_step = step.tf32x3_wgmma / step.cublas
-                assert x_step > call[tc.Tf32x3Sgemm.id] / call.cublas, device
+                assert x_step > call[tf32_lab.Tf32x3Sgemm.id] / call.cublas, device
                 assert x_step > part.cublas / part.sgemm_tf32x3, device

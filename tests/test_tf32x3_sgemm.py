@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from book import LaunchError, to_device, to_host, xp
-from book import gemm as S
+from book import blas as S
 from book.harness.check import TOLERANCE, random_inputs, relative_error
 from book.registry import KERNELS
 

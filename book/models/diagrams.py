@@ -417,13 +417,13 @@ def pipeline(spec, tiles: int = 8):
 
 def work_split_layout(tiles_m: int, tiles_n: int, steps: int, sms: int, splits: int,
                       shares: int | None = None) -> dict:
-    """Chapter 9's three ways to share a GEMM among SMs, computed as 09_sgemm.cu and book.gemm do
+    """Chapter 9's three ways to share a GEMM among SMs, computed as 09_sgemm.cu and book.blas do
     it: the waves of one block per tile; split-K's slices of a tile's k-steps (no empty slice);
     stream-K's whole waves, then ``shares`` equal shares of the k-steps of the tiles left
     (streamk_layout and streamk_start)."""
     tiles = tiles_m * tiles_n
     wave = [t // sms for t in range(tiles)]
-    per = ceil_div(steps, ceil_div(steps, min(splits, steps)))  # as gemm._launches
+    per = ceil_div(steps, ceil_div(steps, min(splits, steps)))  # as book.blas.plans._launches
     size = ceil_div(steps, per)
     slices = [min(s // size, per - 1) for s in range(steps)]
     shares = min(tiles * steps, shares or sms)

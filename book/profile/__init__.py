@@ -12,7 +12,7 @@ def find(kernel_id: str):
     """What a kernel id names for these tools: a registered kernel, or a plan of ``book.sgemm``
     (ids ``sgemm_<config>_k<splits>[_padb]``, chapter 9)."""
     if kernel_id.startswith("sgemm_"):
-        from ..gemm import plan_by_id
+        from ..blas import plan_by_id
         return plan_by_id(kernel_id)
     from ..registry import find_kernel
     return find_kernel(kernel_id)

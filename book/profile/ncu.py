@@ -173,7 +173,7 @@ def _run(plan: list) -> None:
         if kernel_id == CUBLAS:
             xp.matmul(A, B, out=C)
         elif kernel_id == SGEMM_CALL:
-            from ..gemm import sgemm
+            from ..blas import sgemm
             sgemm(A, B, out=C)
         else:
             find(kernel_id).launch(A, B, C, M, N, K)

@@ -30,7 +30,7 @@ ERROR_LINE = r"=+ (Invalid |Error|Race |Uninitialized|Program hit|Barrier error|
 
 def _all_ids(kernels) -> list[str]:
     """The ids of these registry kernels and of book.sgemm's plans that this device can run."""
-    from ..gemm import sanitizer_plans
+    from ..blas import sanitizer_plans
     from ..registry import usable
     return [s.id for s in usable(kernels)] + [p.id for p in sanitizer_plans() if not p.why_not_here()]
 

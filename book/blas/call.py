@@ -1,0 +1,92 @@
+"""``sgemm(A, B, out=None, alpha=1, beta=0, precision='fp32')``, the call (``book.sgemm``): it
+checks its arguments, finds how each array lies in memory (``operands``), takes the plan of the
+shape and layout (``choice.plan_for``; a first call on a GPU times the model's best few,
+``choice.learn``) and runs it on the arrays as they are; ``precision='tf32x3'`` goes to
+``tf32x3``.
+"""
+from __future__ import annotations
+
+from ..launch.runtime import BACKEND, LaunchError, xp
+from .choice import _known, learn, learning, plan_for
+from .kernels import FALLBACK, _workspace
+from .operands import _into, _operand, _whole
+from .plans import Plan, in_layout
+from .tf32x3 import _tf32x3
+
+
+PRECISIONS = ("fp32", "tf32x3")
+"""``sgemm``'s precisions: 'fp32', float32 FMAs (chapters 8 and 9); 'tf32x3', three TF32
+products on Hopper's tensor cores with float32 accuracy (chapter 10; compute capability 9.0)."""
+
+
+def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str = "fp32"):
+    """C = alpha A @ B + beta C in float32 with the book's kernels: any M, N, K >= 1, arrays of
+    this backend. Each of A, B and ``out`` may be C-contiguous, the rows of a wider array
+    (``X[:, :n]`` of a C-contiguous X: adjacent floats along a row, rows a leading dimension
+    apart, as in BLAS), or the transpose of either (``X.T``, F-contiguous): read as they are,
+    without a copy. Writes into ``out`` (M x N) when given and returns C; ``beta`` other than 0
+    needs ``out`` (where beta is 0, out is only written: NaN there does not reach C).
+    ``precision='tf32x3'``: chapter 10's 3xTF32 kernel on wgmma, each row of A and column of B
+    whose largest element lies outside 2^-40 .. 2^40 scaled by a power of two first (any finite
+    magnitude keeps float32's accuracy), the rows and columns that hold Inf or NaN recomputed
+    with FFMA (their Inf and NaN as cuBLAS SGEMM's), split-K where tiles of C are few
+    (``tf32x3_splits``), A split in registers where N <= TF32X3_AREG_MAX_N, and where
+    M <= TF32X3_AREG_MAX_N < N the transpose C^T = B^T A^T the same way (B split in
+    registers); it reads C-contiguous copies of A and B where they are views. Safe on concurrent
+    streams and threads: each (stream, thread) keeps its own scratch memory (``launch.streams``;
+    ``streams.release()`` frees it), so calls in flight together never share a workspace."""
+    for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
+        if not isinstance(x, xp.ndarray) or x.ndim != 2:
+            raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "
+                              f"{type(x).__name__} with shape {getattr(x, 'shape', None)}")
+        if x.dtype != xp.float32:
+            raise LaunchError(f"sgemm: {name} must be float32, got {x.dtype}")
+    (M, K), (K2, N) = A.shape, B.shape
+    if K2 != K or 0 in (M, N, K):
+        raise LaunchError(f"sgemm: A is {M} x {K} and B is {K2} x {N}; need A's columns = B's "
+                          "rows and every size >= 1")
+    alpha, beta = float(alpha), float(beta)
+    if precision not in PRECISIONS:
+        raise LaunchError(f"sgemm: precision {precision!r}: one of {', '.join(map(repr, PRECISIONS))}")
+    if out is None:
+        if beta != 0.0:
+            raise LaunchError(f"sgemm: beta = {beta} adds beta * out to the product: pass out")
+        out = xp.empty((M, N), dtype=xp.float32)
+    elif out.shape != (M, N):
+        raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
+    if precision == "tf32x3":
+        _tf32x3(A, B, out, alpha, beta)
+        return out
+    (a, ta, lda), (b, tb, ldb) = _operand(A, "A"), _operand(B, "B")
+    c, tc, ldc = _operand(out, "out")
+    if tc:  # out stores C's columns as rows: compute C^T = B^T A^T into them
+        (a, ta, lda), (b, tb, ldb), M, N = (b, not tb, ldb), (a, not ta, lda), N, M
+    layout = "tn"[not ta] + "tn"[not tb]
+    plan = plan_for(M, N, K, layout)
+    if plan.config == FALLBACK:
+        _fallback(plan, A, B, out, alpha, beta)
+        return out
+    if learning() and not _known(M, N, K, layout):
+        scratch = _workspace(M * N, slot=2).reshape(M, N)
+        plan = learn(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout)
+    plan = in_layout(plan, layout)
+    if plan is None:
+        raise LaunchError(f"sgemm: the plan for {M} x {N} x {K} cannot read layout {layout!r}")
+    if BACKEND == "gpu":
+        plan.run(a, b, c, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)  # views as they are
+        return out
+    # The emulator copies whole arrays: give it arrays whose shape[1] is the leading dimension
+    # (copies where they are views), and copy C back.
+    whole = _whole(c, ldc)
+    plan.run(_whole(a, lda), _whole(b, ldb), whole, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)
+    if whole is not c:
+        c[...] = whole[:, :c.shape[1]]
+    return out
+
+
+def _fallback(plan: Plan, A, B, out, alpha: float, beta: float) -> None:
+    """Below compute capability 8.0: chapter 8's warp-tile kernel on C-contiguous copies (where
+    A, B or out are not C-contiguous), alpha and beta applied after it."""
+    (M, K), N = A.shape, B.shape[1]
+    a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
+    _into(out, alpha, beta, lambda c: plan.run(a, b, c, M, N, K, K, N, N))

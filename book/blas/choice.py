@@ -1,0 +1,173 @@
+"""Which plan book.sgemm runs at a shape (``plan_for``): on the suite's shapes the one a tuning
+run on this GPU found fastest (results/<gpu>/09_sgemm_plans.csv, or the table ``use_plans``
+sets); on any other shape, the fastest of the cost model's best few (``first_call_plans``),
+timed on the shape's first call on this GPU and remembered (``learn``: in memory and in the
+book's cache folder, ~/.cache/gpu-matmul-book/sgemm/<gpu>.csv); without a GPU, the model's best.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from ..harness import results
+from ..launch.runtime import BACKEND, build_all
+from .kernels import FALLBACK, _sms
+from .model import PLANS_FILE, _rates, model_seconds, ranked
+from .plans import (DEFAULT, STREAMK_CONFIGS, Packed, Plan, builds_for, in_layout, packed_plans,
+                    plan_by_id)
+
+
+_PLANS: list = [None]  # plans set in this process (use_plans), before any saved table
+
+
+def use_plans(plans: pd.DataFrame | None) -> None:
+    """Make ``sgemm`` dispatch with these plans (a tuning run's first table) in this process."""
+    _PLANS[0] = plans
+    _table.cache_clear()
+    _tuned.cache_clear()
+    _rates.cache_clear()
+    plan_for.cache_clear()
+
+
+@lru_cache(maxsize=1)
+def _table() -> pd.DataFrame | None:
+    """The plans in use: set by ``use_plans``, else this GPU's saved tuning run (None on the CPU
+    or where none was saved for this GPU)."""
+    if _PLANS[0] is not None:
+        return _PLANS[0]
+    if BACKEND != "gpu":
+        return None
+    from ..harness.device import device_report, gpu_slug
+    try:
+        return results.load(PLANS_FILE, gpu_slug(device_report()["name"]))
+    except FileNotFoundError:
+        return None
+
+
+FIRST_CALL = 6
+"""How many of the model's best plans the first call of a new shape times on a GPU."""
+FIRST_CALL_SMALL, SMALL_S = 16, 1e-3
+"""Where the model's best plan takes under SMALL_S, the first call times FIRST_CALL_SMALL: there
+the model ranks less well (launch and latency, not throughput, set the time; on the H100 probe of
+17 small shapes, held-out ones among them, the fastest plan was within the model's first 16 on
+all but three, within its first 6 on eleven), and each timing costs microseconds."""
+FIRST_STREAMK = 1
+"""How many stream-K plans per configuration (the model's best of each) a first call also times,
+where they are not among those: the model ranks stream-K's shares least well. On the H100's first
+held-out set, at 2141 x 250 x 681, 64x128/3s with stream-K ran 19-25% faster than the plan
+chosen from the model's first sixteen (a small product); the model put it 41st, behind 128x256
+with stream-K (33rd), which ran slower (H100 runs after 08_async.cu's ROW_ALIGN builds: a rule
+set on that set's shape, so judged on the second set)."""
+FIRST_PACKED = 2
+"""For transposed operands, how many of the model's best packed plans it also times (where they
+are not among those)."""
+_LEARNED: dict = {}
+
+
+def _learned_path():
+    from ..harness.device import device_report, gpu_slug
+    from ..launch.cuda_source import cache_dir
+    return cache_dir("sgemm") / f"{gpu_slug(device_report()['name'])}.csv"
+
+
+def _learned() -> dict:
+    """{(M, N, K, layout): plan} this GPU's first calls chose, kept on disk between sessions (the
+    book's cache folder: ~/.cache/gpu-matmul-book/sgemm/<gpu>.csv, or $BOOK_CACHE_DIR)."""
+    if "loaded" not in _LEARNED:
+        _LEARNED["loaded"], _LEARNED["plans"] = True, {}
+        path = _learned_path() if BACKEND == "gpu" else None
+        if path is not None and path.exists():
+            for row in pd.read_csv(path).itertuples():
+                _LEARNED["plans"][(row.M, row.N, row.K, row.layout)] = plan_by_id(row.plan)
+    return _LEARNED["plans"]
+
+
+def learning() -> bool:
+    """Whether a new shape's first call times the model's best plans (on a GPU, unless
+    BOOK_SGEMM_LEARN=0)."""
+    import os
+    return BACKEND == "gpu" and os.environ.get("BOOK_SGEMM_LEARN", "1") != "0"
+
+
+@lru_cache(maxsize=4096)
+def plan_for(M: int, N: int, K: int, layout: str = "nn"):
+    """The plan ``sgemm`` runs at (M, N, K) with operands in ``layout``: the tuning run's for a
+    shape of its suite; else the one a first call on this GPU chose (``learn``); else the cost
+    model's best."""
+    if DEFAULT.why_not_here():
+        return Plan(FALLBACK)
+    tuned = _tuned(M, N, K, layout)
+    if tuned is not None:
+        return tuned
+    if (M, N, K, layout) in _learned():
+        return _learned()[(M, N, K, layout)]
+    return ranked(M, N, K, _sms(), layout)[0]
+
+
+@lru_cache(maxsize=4096)  # (a pandas lookup costs more than a launch: every call asks)
+def _tuned(M: int, N: int, K: int, layout: str):
+    """The tuning run's plan for this shape, in ``layout`` (None off the suite, or where that
+    plan cannot read the layout)."""
+    table = _table()
+    if table is None or not len(table):
+        return None
+    row = table[(table.M == M) & (table.N == N) & (table.K == K)]
+    if not len(row):
+        return None
+    plan = _plan(row.iloc[0])
+    if layout == "nn" or plan.config == FALLBACK:
+        return plan
+    sms = _sms()
+    ways = [p for p in (in_layout(plan, layout), *packed_plans([plan], layout)) if p is not None]
+    return min(ways, key=lambda p: model_seconds(p, M, N, K, sms), default=None)
+
+
+def first_call_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:
+    """The plans a first call times: the model's FIRST_CALL best (FIRST_CALL_SMALL where its best
+    takes under SMALL_S), its FIRST_STREAMK best stream-K plans, and for transposed operands its
+    FIRST_PACKED best packed ones (those of the last two not among the first)."""
+    order = ranked(M, N, K, sms, layout)
+    small = model_seconds(order[0], M, N, K, sms) < SMALL_S
+    plans = order[:FIRST_CALL_SMALL if small else FIRST_CALL]
+    for config in STREAMK_CONFIGS:
+        streamk = [p for p in order if getattr(p, "streamk", False) and p.config == config]
+        plans += [p for p in streamk[:FIRST_STREAMK] if p not in plans]
+    return plans + [p for p in order if isinstance(p, Packed) and p not in plans][:FIRST_PACKED]
+
+
+def learn(M: int, N: int, K: int, run, layout: str = "nn"):
+    """The first call of a shape on a GPU: time the model's FIRST_CALL best plans (FIRST_CALL_SMALL
+    for a small shape) with
+    ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
+    (in memory and on disk) and return it. Costs their compiles where they are new (seconds
+    each, once per GPU: the book keeps them on disk) and a few runs of each."""
+    from ..harness.measure import held_event_seconds
+    plans = first_call_plans(M, N, K, layout, _sms())
+    build_all(builds_for(plans, M, N, layout))
+    seconds = {}
+    for plan in plans:
+        run(plan)  # warm-up (and its first launch)
+        seconds[plan] = float(np.median(held_event_seconds(lambda: run(plan), repeats=3)))
+    best = min(seconds, key=seconds.get)
+    _learned()[(M, N, K, layout)] = best
+    plan_for.cache_clear()
+    path = _learned_path()
+    pd.DataFrame([{"M": M, "N": N, "K": K, "layout": layout, "plan": best.id}]).to_csv(
+        path, mode="a", header=not path.exists(), index=False)
+    return best
+
+
+def _known(M: int, N: int, K: int, layout: str) -> bool:
+    """Whether the tuning run or an earlier first call chose the plan of this shape."""
+    return (M, N, K, layout) in _learned() or _tuned(M, N, K, layout) is not None
+
+
+def _plan(row) -> Plan:
+    """The plan of one row of a plans table (tables saved before ``pad_b`` or ``streamk``
+    existed lack them; those saved since the skinny kernel name the plan by id)."""
+    if isinstance(row.get("plan"), str):
+        return plan_by_id(row["plan"])
+    return Plan(row.config, int(row.splits), bool(row.get("pad_b", False)),
+                bool(row.get("streamk", False)))
