@@ -5,7 +5,7 @@
 // Why more entry points: matmul_async passes lda = K and ldb = ldc = N as constants, and the
 // code built from them runs a few percent faster at large squares than the same body built for
 // any leading dimension (measured on an H100 and an H200); each entry keeps its own build.
-// One entry per build: on a GPU, book.gemm compiles each entry it launches on its own
+// One entry per build: on a GPU, book.blas compiles each entry it launches on its own
 // (-DONE_ENTRY -DENTRY_<name>), side by side. The whole file, ten kernels, took 12 s to compile
 // on an H100 host, and 26 s with ten configurations compiling at once; the CPU emulator builds
 // every entry in one go.
