@@ -7,6 +7,7 @@ shape and layout (``choice.plan_for``; a first call on a GPU times the model's b
 from __future__ import annotations
 
 from ..launch.runtime import BACKEND, LaunchError, xp
+from .arrays import as_backend, returned, stream_of
 from .choice import _known, learn, learning, plan_for
 from .kernels import FALLBACK, _workspace
 from .operands import _into, _operand, _whole
@@ -20,8 +21,11 @@ products on Hopper's tensor cores with float32 accuracy (chapter 10; compute cap
 
 
 def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str = "fp32"):
-    """C = alpha A @ B + beta C in float32 with the book's kernels: any M, N, K >= 1, arrays of
-    this backend. Each of A, B and ``out`` may be C-contiguous, the rows of a wider array
+    """C = alpha A @ B + beta C in float32 with the book's kernels: any M, N, K >= 1; arrays of
+    this backend (CuPy on a GPU), PyTorch tensors or any array with ``__cuda_array_interface__``
+    or ``__dlpack__`` (read in place; C comes back as the kind of array A is, ``out`` as passed;
+    PyTorch's tensors run on PyTorch's current stream: ``arrays``). Each of A, B and ``out`` may
+    be C-contiguous, the rows of a wider array
     (``X[:, :n]`` of a C-contiguous X: adjacent floats along a row, rows a leading dimension
     apart, as in BLAS), or the transpose of either (``X.T``, F-contiguous): read as they are,
     without a copy. Writes into ``out`` (M x N) when given and returns C; ``beta`` other than 0
@@ -35,6 +39,14 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     registers); it reads C-contiguous copies of A and B where they are views. Safe on concurrent
     streams and threads: each (stream, thread) keeps its own scratch memory (``launch.streams``;
     ``streams.release()`` frees it), so calls in flight together never share a workspace."""
+    with stream_of(A, B, out):
+        result = _sgemm(as_backend(A, "A"), as_backend(B, "B"),
+                        None if out is None else as_backend(out, "out"), alpha, beta, precision)
+    return returned(result, A, out)
+
+
+def _sgemm(A, B, out, alpha: float, beta: float, precision: str):
+    """sgemm on arrays of this backend."""
     for name, x in (("A", A), ("B", B)) + ((("out", out),) if out is not None else ()):
         if not isinstance(x, xp.ndarray) or x.ndim != 2:
             raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array, got "

@@ -39,15 +39,8 @@ _DECLARATOR = re.compile(r"^\s*(\w+)\s*((?:\[[^\]\[]+\]\s*)*)$")
 
 
 def _split_top(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "[("
-        depth -= ch in "])"
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return parts + [text[start:]]
+    """``text`` split at the commas outside brackets and parentheses."""
+    return rewrite_memory.split_top(text, "[(", "])")
 
 
 def _checked_shared(match: re.Match, check: bool, names: set[str]) -> str:

@@ -108,17 +108,21 @@ def _functions(blanked: str):
             i += 1
 
 
-def _pointer_params(params: str) -> set[str]:
-    names, depth, start = set(), 0, 0
-    pieces = []
-    for j, ch in enumerate(params):
-        depth += ch in "(<[" 
-        depth -= ch in ")>]"
+def split_top(text: str, opens: str = "([<", closes: str = ")]>") -> list[str]:
+    """``text`` split at the commas outside brackets (those of ``opens``/``closes``)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in opens
+        depth -= ch in closes
         if ch == "," and depth == 0:
-            pieces.append(params[start:j])
-            start = j + 1
-    pieces.append(params[start:])
-    for p in pieces:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def _pointer_params(params: str) -> set[str]:
+    names = set()
+    for p in split_top(params):
         p = p.split("=")[0]
         if "(" in p or ("*" not in p and "[" not in p):
             continue
