@@ -35,6 +35,42 @@ def test_a_misaligned_vector_load_is_refused_however_cast(how, cast):
         kernel("vector_sum")(1, 32, (x, np.zeros(32, np.float32), np.int32(1), np.int32(how)))
 
 
+def test_vector_loads_from_an_array_of_any_length():
+    """129 floats: not a whole number of float4s. The emulator once placed such an array 4 bytes
+    off 16, and the CPU faulted on a legal float4 load (x86's aligned moves)."""
+    x = np.arange(4 * 32 + 1, dtype=np.float32)
+    out = xp.zeros(32, dtype=xp.float32)
+    kernel("vector_sum")(1, 32, (to_device(x), out, np.int32(0), np.int32(0)))
+    assert np.array_equal(to_host(out), x[:128].reshape(32, 4).sum(axis=1))
+
+
+@on_cpu
+def test_a_vector_load_from_a_misaligned_view_is_refused():
+    """x[1:] starts 4 bytes into its array: on a GPU a float4 load at its start is misaligned."""
+    x = np.zeros(4 * 32 + 4, np.float32)
+    with pytest.raises(LaunchError, match=r"misaligned address: the cast to float4\* on line \d+ "
+                                          r"gives an address 4 bytes past a 16-byte boundary"):
+        kernel("vector_sum")(1, 32, (x[1:], np.zeros(32, np.float32), np.int32(0), np.int32(0)))
+
+
+@on_cpu
+def test_an_index_before_a_views_start_says_the_emulator_copies_only_the_view():
+    x = np.arange(40, dtype=np.float32)
+    with pytest.raises(LaunchError, match=r"element -1 of `in` .*`in` is a view of a larger array "
+                                          r"\(32 of its 40 elements\).*pass the whole array"):
+        kernel("stencil_left")(1, 32, (x[8:], np.zeros(32, np.float32), np.int32(0)))
+
+
+@on_cpu
+def test_a_struct_holding_a_pointer_is_refused_by_value():
+    span = np.dtype([("n", "i4"), ("data", "u8")], align=True)
+    out = np.zeros(4, np.float32)
+    with pytest.raises(LaunchError, match=r"span_fill: parameter 's' is a Span passed by value, and "
+                                          r"its member `float\* data` is a pointer.*Pass the arrays "
+                                          r"as pointer parameters"):
+        kernel("span_fill")(1, 4, (np.array((4, out.ctypes.data), span)[()],))
+
+
 @on_cpu
 def test_a_misaligned_double_is_refused():
     x = np.zeros(66, np.float32)
@@ -85,3 +121,29 @@ def test_a_spin_lock_on_atomics_ends():
     lock, total = xp.zeros(1, dtype=xp.int32), xp.zeros(1, dtype=xp.int32)
     kernel("locked_count")(4, 32, (lock, total), **({"timeout_s": 20} if BACKEND == "cpu" else {}))
     assert int(to_host(total)[0]) == 4 * 32
+
+
+def test_a_local_row_pointer_is_legal_inside_its_array():
+    a = np.arange(4 * 8, dtype=np.float32)
+    out = xp.zeros(32, dtype=xp.float32)
+    kernel("table_fill")(1, 8, (np.int32(8),))
+    kernel("row_left")(3, 8, (to_device(a), out, np.int32(8), np.int32(0)))
+    expected = a[:24] + np.tile(np.arange(8, dtype=np.float32), 3)
+    assert np.array_equal(to_host(out)[:24], expected)
+
+
+@on_cpu
+def test_an_index_through_a_local_pointer_before_the_start_is_named():
+    with pytest.raises(LaunchError, match=r"row_left: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"row\[\(int\)threadIdx.x - shift\] on line \d+ is element "
+                                          r"-1 of `in`"):
+        kernel("row_left")(3, 8, (np.arange(32, dtype=np.float32), np.zeros(32, np.float32),
+                                  np.int32(8), np.int32(1)))
+
+
+@on_cpu
+def test_a_device_array_indexed_past_its_end_is_named():
+    with pytest.raises(LaunchError, match=r"table_fill: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"table\[i\] on line \d+: index 8 is outside the array, "
+                                          r"which has 8 elements"):
+        kernel("table_fill")(1, 8, (np.int32(16),))

@@ -139,6 +139,16 @@ def test_check_mode_finds_a_race_on_a_shared_scalar(check_mode):
         kernel("scalar_race")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))
 
 
+@emulator_only
+def test_check_mode_finds_a_write_after_another_threads_read(check_mode):
+    """s[t] += s[t + k] with no barrier: thread 0 ran its whole loop first, reading s[1]; thread
+    1's own read of s[1] must not hide that read from its write just after."""
+    with pytest.raises(LaunchError, match=(
+            r"reduce_no_barrier: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: "
+            r"this thread writes s\[1\], which thread \(0, 0, 0\) read with no __syncthreads\(\)")):
+        kernel("reduce_no_barrier")((1,), (64,), (np.ones(64, np.int32), np.zeros(1, np.int32)))
+
+
 def run_neighbours(sync, i=0, shared_mem=64 * 4):
     out = xp.full(64, -1, dtype=xp.float32)
     kernel("dynamic_neighbours")((1,), (64,), (out, np.int32(sync), np.int32(i)),

@@ -22,6 +22,8 @@ import threading
 from functools import cached_property, lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from . import cuda_source
 from .rewrite import checking, emulate_source, unsupported_header  # noqa: F401 (re-exported)
 from .worker import (STACK_KIB, KernelFault, _launch_here, _worker,  # noqa: F401 (re-exported)
@@ -272,3 +274,61 @@ class CpuModule:
                                 workers, **extra)
         _worker.launch(str(self.path), export, grid, block, args, params, shared_mem, workers,
                        timeout_limit(timeout_s), **extra)
+
+
+@lru_cache(maxsize=64)
+def pointer_member(masked: str, struct: str) -> str | None:
+    """The first pointer member (``float* elements``) of ``struct`` as ``masked`` (the source
+    with comments blanked) defines it -- ``struct S {...}`` or ``typedef struct {...} S;`` --
+    or None. Member functions, nested in braces or with parentheses, are not members here."""
+    for m in re.finditer(rf"\bstruct\s+{re.escape(struct)}\b[^;{{]*\{{|\btypedef\s+struct\b[^;{{]*\{{", masked):
+        end = cuda_source._close(masked, m.end() - 1)
+        if not m.group(0).startswith("typedef") or re.match(
+                rf"\s*{re.escape(struct)}\s*;", masked[end + 1:]):
+            body = masked[m.end():end]
+            while "{" in body:  # member functions' bodies, innermost first
+                body = re.sub(r"\{[^{}]*\}", ";", body)
+            for member in body.split(";"):
+                declared = member.split("=")[0]  # (not a product in an initializer)
+                if "*" in declared and "(" not in declared:
+                    return " ".join(declared.split())
+    return None
+
+
+def view_note(text: str, args, params) -> str:
+    """For an index outside an argument that is a view of a larger array (``x[3:]``): on a GPU
+    the index may be legal, reaching the rest of that array; the emulator copies only the view."""
+    m = re.search(r"element -?\d+ of argument #(\d+) ", text)
+    if not m or not 0 < int(m.group(1)) <= len(args):
+        return ""
+    view = owner = args[int(m.group(1)) - 1]
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner is view or owner.nbytes <= view.nbytes:
+        return ""
+    return (f". `{params[int(m.group(1)) - 1].name}` is a view of a larger array ({view.size} of "
+            f"its {owner.size} elements): on a GPU the index may reach the rest of that array, "
+            f"but the emulator copies only the view to its worker: pass the whole array and "
+            f"add the view's offset in the kernel")
+
+def pointer_member_refusal(params, masked: str) -> str | None:
+    """Why an emulated launch is refused where a struct passed by value holds a pointer (the
+    worker copies each array argument, so an address held in a struct means nothing there), or
+    None."""
+    for p in params:
+        member = p.kind == "struct" and not p.pointer and pointer_member(masked, p.base)
+        if member:
+            return (f"parameter '{p.name}' is a {p.base} passed by value, and its member "
+                    f"`{member}` is a pointer: the emulator copies each array argument into its "
+                    f"worker process, where an address held in a struct means nothing. Pass the "
+                    f"arrays as pointer parameters of the kernel (and the struct's other fields "
+                    f"beside them), or run this kernel on a GPU")
+    return None
+
+
+def launch_message(text: str, args, params) -> str:
+    """An emulated launch's error for the user: a note where the array was a view, and each
+    "argument #n" (cuda_emu/memory.h knows arguments by number) named as its parameter."""
+    text += view_note(text, args, params)
+    return re.sub(r"argument #(\d+)", lambda m: f"`{params[int(m.group(1)) - 1].name}`"
+                  if 0 < int(m.group(1)) <= len(params) else m.group(0), text)

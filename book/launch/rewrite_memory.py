@@ -1,7 +1,7 @@
 """The emulator's rewrites for global memory (the checks live in ``include/cuda_emu/memory.h``):
 
 * every ``p[i]`` where ``p`` is a pointer or array parameter of a ``__global__`` or
-  ``__device__`` function (or a local pointer to ``volatile``) becomes
+  ``__device__`` function, a local pointer or a ``__device__``/``__constant__`` array becomes
   ``p[global_index(p, line, "p[i]", (i))]``: an index before the start or past the end of the
   array argument ``p`` points into is an error that names the expression and its line; an
   access through a pointer to volatile memory first lets the block's other threads run, so
@@ -76,6 +76,13 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _VOLATILE_LOCAL = re.compile(r"\bvolatile\b[^;(){}=]*?\*\s*(?:const\s+)?([A-Za-z_]\w*)\s*=")
 """A local pointer to volatile memory (``volatile float* v = s;``): its accesses are indexed
 through global_index too, which lets the other threads run first (see memory.h)."""
+_LOCAL_POINTER = re.compile(r"(?<![\w:.>])(?:(?:const|volatile)\s+)*[A-Za-z_][\w:]*\s*\*+\s*"
+                            r"(?:(?:__restrict__|__restrict|const)\s*)*([A-Za-z_]\w*)\s*=(?!=)")
+"""A local pointer (``const float* row = in + b * n;``): indexed through global_index too, so
+that ``row[-1]`` is checked against the array ``row`` points into."""
+_GLOBAL_ARRAY = re.compile(r"\b(?:__device__|__constant__)\b[^;(){}=]*?\b([A-Za-z_]\w*)\s*\[")
+"""A ``__device__`` or ``__constant__`` array (``__device__ float table[64];``): its indexes are
+checked against its extent (global_index on an array)."""
 
 
 def _functions(blanked: str):
@@ -103,7 +110,8 @@ def _functions(blanked: str):
                     end = _match(blanked, body, "{", "}")
                     if end > 0:
                         yield body, end, (_pointer_params(blanked[i + 1:close - 1]) |
-                                          set(_VOLATILE_LOCAL.findall(blanked[body:end])))
+                                          set(_VOLATILE_LOCAL.findall(blanked[body:end])) |
+                                          set(_LOCAL_POINTER.findall(blanked[body:end])))
                 break
             i += 1
 
@@ -139,6 +147,35 @@ def _literal(text: str) -> str:
     return '"' + " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_DECLARATION = re.compile(r"\s*(?:(?:const|static|volatile|constexpr|register)\s+)*"
+                         r"[A-Za-z_][\w:]*(?:\s*<[^;<>]*>)?[\s*&]+[A-Za-z_]\w*\s*[\[=;,]")
+
+
+def _declared_after_comma(blanked: str, at: int) -> bool:
+    """Whether the name at ``at`` follows a comma of a declaration statement at its top level
+    (``float a[2], b[4];``): a declarator, not an expression."""
+    j = at - 1
+    while j >= 0 and blanked[j].isspace():
+        j -= 1
+    if j < 0 or blanked[j] != ",":
+        return False
+    depth, k = 0, j
+    while k > 0:
+        k -= 1
+        ch = blanked[k]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth == 0:
+                break  # an opening bracket around the comma: a call's or an initializer's
+            depth -= 1
+        elif ch == ";" and depth == 0:
+            break
+    if blanked[k] in "([" :
+        return False
+    return bool(_DECLARATION.match(blanked, k + 1))
+
+
 def _index_body(text: str, blanked: str, names: set[str]) -> str:
     """The body ``text`` with every ``name[i]`` of a pointer parameter checked."""
     if not names:
@@ -153,8 +190,9 @@ def _index_body(text: str, blanked: str, names: set[str]) -> str:
             continue  # inside an index already rewritten (the recursion does it), or an assert's
             # condition (its text is the message: assert(x[i] >= 0) must read as written)
         before = re.search(r"([A-Za-z_]\w*)\s*$", blanked[:m.start()])
-        if before and before.group(1) not in _KEYWORDS_BEFORE_EXPR:
-            continue  # a declaration (float p[4]) that shadows the parameter
+        if before and before.group(1) not in _KEYWORDS_BEFORE_EXPR or _declared_after_comma(
+                blanked, m.start()):
+            continue  # a declaration (float p[4], or float a[2], p[4]) that shadows the name
         open_ = m.end() - 1
         close = _match(blanked, open_, "[", "]")
         if close < 0:
@@ -171,8 +209,10 @@ def _index_body(text: str, blanked: str, names: set[str]) -> str:
 
 def _check_indexes(text: str) -> str:
     blanked = blank(text)
+    arrays = set(_GLOBAL_ARRAY.findall(blanked))
     out, last = [], 0
     for body, end, names in sorted(_functions(blanked)):
+        names = names | arrays
         if body < last:
             continue  # (a function inside another's body: a lambda's qualifiers, say)
         out.append(text[last:body])

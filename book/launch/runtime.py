@@ -390,6 +390,11 @@ class _Module:
                 raise KernelCompileError(str(exc)) from None
             _warn(self._cpu.warnings)
 
+    @cached_property
+    def source_text_masked(self) -> str:
+        """The source with comments, literals and preprocessor lines blanked (for _pointer_member)."""
+        return cuda_source._mask(self.text)
+
     def function(self, name: str):
         """The CuPy RawKernel (GPU backend), compiled on first use."""
         if name not in self._functions:
@@ -494,13 +499,14 @@ class _Module:
     def launch(self, name, grid, block, args, params, shared_mem, timeout_s=None):
         if BACKEND == "cpu":
             from .emulator import KernelFault
+            from .emulator import launch_message, pointer_member_refusal
+            refusal = pointer_member_refusal(params, self.source_text_masked)
+            if refusal:
+                raise LaunchError(f"{name}: {refusal}")
             try:
                 self._cpu.launch(name, grid, block, args, params, shared_mem, timeout_s)
             except KernelFault as exc:
-                # (cuda_emu/memory.h knows an argument by its number; the parameter has a name)
-                text = re.sub(r"argument #(\d+)", lambda m: f"`{params[int(m.group(1)) - 1].name}`"
-                              if 0 < int(m.group(1)) <= len(params) else m.group(0), str(exc))
-                raise LaunchError(f"{name}: {text}") from None
+                raise LaunchError(f"{name}: {launch_message(str(exc), args, params)}") from None
             return
         args = tuple(_by_value(p, a) for p, a in zip(params, args))
         try:

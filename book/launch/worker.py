@@ -369,6 +369,8 @@ class _Worker:
             for c in copies:
                 view[c.start:c.at] = bytes([GUARD_BYTE]) * (c.at - c.start)
                 view[c.at:c.at + c.array.nbytes] = c.array.tobytes()
+                view[c.at + c.array.nbytes:c.start + c.span] = (
+                    bytes([GUARD_BYTE]) * (c.start + c.span - c.at - c.array.nbytes))
             if self.proc is None or self.proc.poll() is not None:
                 self.stop()  # (one that died since the last launch: its pipes closed)
                 self.start()
@@ -486,8 +488,9 @@ if hasattr(os, "register_at_fork"):
 
 @dataclass
 class _Copy:
-    """An array argument's place in the arena: its data ends a page at ``at``; the bytes from
-    ``start`` (the page's beginning) to ``at`` are guard bytes that nothing may write.
+    """An array argument's place in the arena: its data starts at ``at`` and ends a page (but for
+    up to 15 bytes, _layout); the bytes from ``start`` (the page's beginning) to ``at``, and
+    those after its end, are guard bytes that nothing may write.
     ``written``: some argument in it is not const (the worker maps the others read-only)."""
     array: np.ndarray
     param: object
@@ -527,8 +530,14 @@ def _layout(args, params) -> tuple[list, list, int]:
         whole = first if len(members) == 1 or all(
             (args[i].ctypes.data, args[i].nbytes) == (lo, hi - lo) for i in members) else \
             np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
-        span = max(PAGE, -(-(hi - lo) // PAGE) * PAGE)
-        copies.append(_Copy(whole, params[members[0]], offset + span - (hi - lo), offset, span))
+        # Its data ends a page, but for `pad` bytes (guard bytes too): so that its start sits
+        # where it would on a GPU modulo 16 bytes, the most any vector type needs -- a float4
+        # load of a legal index then runs (x86 faults on a misaligned one), and one of a view
+        # x[1:] is refused as on a GPU (its arrays start on 256 bytes)
+        pad = (-(hi - lo) - _gpu_phase(args[members[0]], lo)) % 16
+        span = max(PAGE, -(-(hi - lo + pad) // PAGE) * PAGE)
+        copies.append(_Copy(whole, params[members[0]], offset + span - (hi - lo) - pad, offset,
+                            span))
         offset += span
     for i, (value, param) in enumerate(zip(args, params)):
         if param.pointer and not _const_data(param):
@@ -551,6 +560,15 @@ def _layout(args, params) -> tuple[list, list, int]:
     return places, copies, offset
 
 
+def _gpu_phase(array: np.ndarray, address: int) -> int:
+    """Where ``address`` (inside ``array``) would sit modulo 16 on a GPU: counted from the start
+    of the array that owns the memory (a view's base), as a GPU allocation starts on 256 bytes."""
+    owner = array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    return (address - owner.ctypes.data) % 16
+
+
 def _elements(param, nbytes: int) -> str:
     """An array argument's size in its elements: '32 floats', '1 float4', '100 bytes' (void*)."""
     count = nbytes // param.itemsize
@@ -564,7 +582,8 @@ read there spoils the result, and a write there is found when the launch ends.""
 
 
 def _written_before(view, copies) -> str | None:
-    """The first array whose guard bytes before its start were written, as an error message."""
+    """The first array whose guard bytes before its start or after its end were written, as
+    an error message."""
     for c in copies:
         guard = np.frombuffer(view, np.uint8, c.at - c.start, c.start)
         changed = np.flatnonzero(guard != GUARD_BYTE)
@@ -573,6 +592,14 @@ def _written_before(view, copies) -> str | None:
             return (f"wrote {c.param.name}[-{index}], {index} before the start of {c.param.name} "
                     f"({_elements(c.param, c.array.nbytes)}); found when the launch ended, so "
                     f"which thread wrote it is not known")
+        end = c.at + c.array.nbytes  # the pad after its end (_layout), up to 15 bytes
+        changed = np.flatnonzero(np.frombuffer(view, np.uint8, c.start + c.span - end, end)
+                                 != GUARD_BYTE)
+        if len(changed):
+            count = c.array.nbytes // c.param.itemsize
+            return (f"wrote {c.param.name}[{count + changed[-1] // c.param.itemsize}], past the "
+                    f"end of {c.param.name} ({_elements(c.param, c.array.nbytes)}); found when "
+                    f"the launch ended, so which thread wrote it is not known")
     return None
 
 

@@ -61,3 +61,24 @@ extern "C" __global__ void locked_count(int* lock, int* total) {
         }
     }
 }
+
+// A struct holding a pointer, passed by value (the Programming Guide's Matrix): a GPU follows the
+// pointer; the emulator, whose worker holds copies of the array arguments only, refuses it.
+struct Span {
+    int n;
+    float* data;
+};
+extern "C" __global__ void span_fill(Span s) {
+    if (threadIdx.x < s.n) s.data[threadIdx.x] = 1.0f;
+}
+
+// A row pointer into the input, read one to the left: row[-1] of the first row is before the
+// start. A __device__ table indexed past its end.
+__device__ float table[8];
+extern "C" __global__ void row_left(const float* in, float* out, int n, int shift) {
+    const float* row = in + blockIdx.x * n;
+    out[blockIdx.x * n + threadIdx.x] = row[(int)threadIdx.x - shift] + table[threadIdx.x % 8];
+}
+extern "C" __global__ void table_fill(int count) {
+    for (int i = threadIdx.x; i < count; i += blockDim.x) table[i] = float(i);
+}

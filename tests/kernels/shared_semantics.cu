@@ -240,3 +240,15 @@ extern "C" __global__ void dynamic_neighbours(float* out, int sync, int i) {
     const int left = threadIdx.x > 0 ? ibuf[threadIdx.x - 1] : __float_as_int(fbuf[i]);
     out[threadIdx.x] = __int_as_float(left);
 }
+
+// Harris's sequential-addressing reduction with the loop's __syncthreads() forgotten: thread t
+// reads s[t + k] before thread t + k has written it, then writes s[t] that thread t - k read.
+extern "C" __global__ void reduce_no_barrier(const int* in, int* out) {
+    __shared__ int s[64];
+    const unsigned t = threadIdx.x;
+    s[t] = in[t];
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k >>= 1)
+        if (t < k) s[t] += s[t + k];
+    if (t == 0) out[0] = s[0];
+}

@@ -3,7 +3,8 @@
 //
 // Global memory: the checks book/launch/rewrite_memory.py writes into a kernel's source.
 //   * global_index: every `p[i]` where p is a pointer (or array) parameter of a __global__ or
-//     __device__ function. Where p points into an array argument of the launch, the element
+//     __device__ function, or a local pointer; a __device__ or __constant__ array's index is
+//     checked against its extent. Where p points into an array argument of the launch, the element
 //     p[i] must lie inside that argument: an index before its start (in[-1]) or past its end is
 //     an error naming the expression, its line, the index and the argument. (The worker's guard
 //     regions catch accesses far outside an array without this; this finds those next to it,
@@ -64,6 +65,19 @@ template <class T>
 
 template <class P, class I>
 inline I global_index(const P& p, int line, const char* text, I i) {
+    if constexpr (std::is_array_v<P> && std::is_integral_v<I>) {  // a __device__/__constant__ array
+        constexpr std::size_t n = std::extent_v<P>;
+        const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
+        if (index < 0 || index >= (long long)n) {
+            char what[512];
+            std::snprintf(what, sizeof what, "%s on line %d: index %lld is outside the array, "
+                          "which has %zu elements. On a GPU it reads or writes other memory "
+                          "(compute-sanitizer reports it); check the index's bounds", text, line,
+                          index, n);
+            fail_here(what);
+        }
+        return i;
+    }
     if constexpr (std::is_pointer_v<P> && std::is_volatile_v<std::remove_pointer_t<P>>)
         yield_fiber();  // volatile: the other lanes' accesses of this step come first, as in
                         // a warp's lockstep (the legacy warp-synchronous reductions rely on it)
@@ -112,7 +126,9 @@ inline T checked_cast(const char* type, int line, P&& operand) {
         using V = std::remove_cv_t<std::remove_pointer_t<T>>;
         if constexpr (!std::is_void_v<V> && !std::is_function_v<V>) {
             auto at = reinterpret_cast<std::uintptr_t>((const volatile void*)(p));
-            at -= argument_start(at);  // on a GPU each array starts on 256 bytes; here, anywhere
+            // On a GPU each array starts on 256 bytes; the worker places each where a GPU would
+            // modulo 16 (a view's offset in its array kept), so beyond 16 count from its start
+            if (alignof(V) > 16) at -= argument_start(at);
             if (at % alignof(V)) {
                 char what[640];
                 const char* how = kind == 0 ? "reinterpret_cast" : kind == 1 ? "static_cast"

@@ -216,8 +216,11 @@ inline void check_access(const Place& at, bool write, bool is_volatile, bool unw
             report_access(at, write, is_volatile, nullptr, -1);
         if (write) s.writer = me, s.write_block = block_epoch, s.write_warp = wepoch,
                    s.write_volatile = is_volatile;
-        else s.reader = me, s.read_block = block_epoch, s.read_warp = wepoch,
-             s.read_volatile = is_volatile;
+        // a read keeps an earlier reader it is unordered with: this thread's own write after
+        // (`s[t] += s[t + k]` with no barrier) then races with that reader, and is reported
+        else if (!unordered(s.reader, s.read_block, s.read_warp, s.read_volatile))
+            s.reader = me, s.read_block = block_epoch, s.read_warp = wepoch,
+            s.read_volatile = is_volatile;
     }
 }
 
