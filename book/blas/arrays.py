@@ -44,7 +44,11 @@ def stream_of(*arrays):
         for x in arrays:
             if _is_torch(x) and x.is_cuda:
                 import torch
-                return xp.cuda.ExternalStream(torch.cuda.current_stream(x.device).cuda_stream)
+                stream = torch.cuda.current_stream(x.device)
+                from_external = getattr(xp.cuda.Stream, "from_external", None)  # CuPy 14
+                if from_external is not None and hasattr(stream, "__cuda_stream__"):
+                    return from_external(stream)
+                return xp.cuda.ExternalStream(stream.cuda_stream)
     return contextlib.nullcontext()
 
 
