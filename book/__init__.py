@@ -15,11 +15,11 @@ from .launch.runtime import (BACKEND, CompilerWarning, Kernel, KernelCompileErro
                              device_limits, load_kernel, synchronize, to_device, to_host, xp)
 
 
-
 def __getattr__(name: str):
     """``book.sgemm``: the book's own SGEMM (chapter 9), imported on first use."""
     if name == "sgemm":
         from .blas import sgemm
+        globals()["sgemm"] = sgemm  # (kept: later lookups skip this function, a call's cost)
         return sgemm
     raise AttributeError(f"module 'book' has no attribute {name!r}")
 

@@ -39,6 +39,8 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     registers); it reads C-contiguous copies of A and B where they are views. Safe on concurrent
     streams and threads: each (stream, thread) keeps its own scratch memory (``launch.streams``;
     ``streams.release()`` frees it), so calls in flight together never share a workspace."""
+    if type(A) is xp.ndarray and type(B) is xp.ndarray and (out is None or type(out) is xp.ndarray):
+        return _sgemm(A, B, out, alpha, beta, precision)  # this backend's arrays: as they are
     with stream_of(A, B, out):
         result = _sgemm(as_backend(A, "A"), as_backend(B, "B"),
                         None if out is None else as_backend(out, "out"), alpha, beta, precision)
@@ -78,7 +80,7 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str):
     if plan.config == FALLBACK:
         _fallback(plan, A, B, out, alpha, beta)
         return out
-    if learning() and not _known(M, N, K, layout):
+    if not _known(M, N, K, layout) and learning():
         scratch = _workspace(M * N, slot=2).reshape(M, N)
         plan = learn(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout)
     plan = in_layout(plan, layout)
