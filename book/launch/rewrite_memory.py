@@ -3,9 +3,7 @@
 * every ``p[i]`` where ``p`` is a pointer or array parameter of a ``__global__`` or
   ``__device__`` function, a local pointer or a ``__device__``/``__constant__`` array becomes
   ``p[global_index(p, line, "p[i]", (i))]``: an index before the start or past the end of the
-  array argument ``p`` points into is an error that names the expression and its line; an
-  access through a pointer to volatile memory first lets the block's other threads run, so
-  that lanes of a warp exchanging values through it advance in step, as on a GPU;
+  array argument ``p`` points into is an error that names the expression and its line;
 * every cast to a pointer type -- ``reinterpret_cast<T*>(x)``, ``static_cast<T*>(x)``, a
   C-style ``(T*)x`` -- becomes ``checked_cast<T*, kind>("T", line, x)``, which checks the
   alignment a GPU needs for T (a type alias or a template parameter included: the check is
@@ -73,9 +71,6 @@ _QUALIFIER = re.compile(r"\b(?:__global__|__device__)\b")
 _SKIP_CALLS = {"__launch_bounds__", "__align__", "__attribute__", "alignas", "__declspec",
                "decltype", "__maxnreg__", "__cluster_dims__"}
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_VOLATILE_LOCAL = re.compile(r"\bvolatile\b[^;(){}=]*?\*\s*(?:const\s+)?([A-Za-z_]\w*)\s*=")
-"""A local pointer to volatile memory (``volatile float* v = s;``): its accesses are indexed
-through global_index too, which lets the other threads run first (see memory.h)."""
 _LOCAL_POINTER = re.compile(r"(?<![\w:.>])(?:(?:const|volatile)\s+)*[A-Za-z_][\w:]*\s*\*+\s*"
                             r"(?:(?:__restrict__|__restrict|const)\s*)*([A-Za-z_]\w*)\s*=(?!=)")
 """A local pointer (``const float* row = in + b * n;``): indexed through global_index too, so
@@ -110,7 +105,6 @@ def _functions(blanked: str):
                     end = _match(blanked, body, "{", "}")
                     if end > 0:
                         yield body, end, (_pointer_params(blanked[i + 1:close - 1]) |
-                                          set(_VOLATILE_LOCAL.findall(blanked[body:end])) |
                                           set(_LOCAL_POINTER.findall(blanked[body:end])))
                 break
             i += 1

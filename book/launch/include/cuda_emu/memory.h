@@ -10,9 +10,8 @@
 //     regions catch accesses far outside an array without this; this finds those next to it,
 //     which land in the page the array shares with its guard bytes, and names the expression.)
 //     A pointer into anything else -- shared memory, a thread's local array -- is left to the
-//     other checks. Through a pointer to volatile memory (`volatile float* v = s;`, the legacy
-//     warp-synchronous reductions), each access first lets the block's other threads run, so
-//     that the lanes of a warp take each step together, as a GPU's warp does.
+//     other checks. (A pointer to volatile memory is rewrite.py's volatile_ptr, which lets the
+//     block's other threads run before each access: shared.h.)
 //   * checked_cast: a cast to a pointer type, however written (reinterpret_cast, static_cast,
 //     a C-style cast; through a type alias or a template parameter too): on a GPU an access
 //     through a pointer must sit on a multiple of its type's alignment (16 bytes for float4,
@@ -22,6 +21,10 @@
 #pragma once
 
 namespace cuda_emu {
+
+// Where the worker writes the number of arguments and each one's address and bytes, in the fault
+// page, before the launch (book/launch/worker.py's ARGUMENTS and POINTERS).
+constexpr int kArgumentsAt = 240, kPointersAt = 256;
 
 // The array argument of the launch whose bytes [lo, hi) hold `at` ("within": one past its end
 // counts, for a pointer that ran to the end of a loop): its number (from 1), or 0 where none.
@@ -78,9 +81,6 @@ inline I global_index(const P& p, int line, const char* text, I i) {
         }
         return i;
     }
-    if constexpr (std::is_pointer_v<P> && std::is_volatile_v<std::remove_pointer_t<P>>)
-        yield_fiber();  // volatile: the other lanes' accesses of this step come first, as in
-                        // a warp's lockstep (the legacy warp-synchronous reductions rely on it)
     if constexpr (std::is_pointer_v<P> && std::is_integral_v<I> &&
                   !std::is_void_v<std::remove_pointer_t<P>>) {
         using T = std::remove_cv_t<std::remove_pointer_t<P>>;
@@ -128,7 +128,7 @@ inline T checked_cast(const char* type, int line, P&& operand) {
             auto at = reinterpret_cast<std::uintptr_t>((const volatile void*)(p));
             // On a GPU each array starts on 256 bytes; the worker places each where a GPU would
             // modulo 16 (a view's offset in its array kept), so beyond 16 count from its start
-            if (alignof(V) > 16) at -= argument_start(at);
+            if (alignof(V) > 16) at -= argument_holding(at).lo;  // (0 outside every argument)
             if (at % alignof(V)) {
                 char what[640];
                 const char* how = kind == 0 ? "reinterpret_cast" : kind == 1 ? "static_cast"

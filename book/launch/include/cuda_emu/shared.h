@@ -661,27 +661,3 @@ inline int printf(const char* format, const A&... args) {
     return std::printf(format, ::cuda_emu::value_of(args)...);
 }
 
-namespace cuda_emu {
-
-// The start of the array argument whose bytes hold address `at` (the worker writes each one's
-// address and bytes into the fault page before the launch: book/launch/worker.py's POINTERS),
-// else 0. (Shared memory starts on 16 bytes here, as on a GPU.)
-constexpr int kArgumentsAt = 240, kPointersAt = 256;
-inline thread_local std::uintptr_t last_start = 1, last_end = 0;  // the argument found last,
-inline thread_local unsigned last_launch = 0;                       // in this launch
-inline std::uintptr_t argument_start(std::uintptr_t at) {
-    if (last_launch == launches && at >= last_start && at < last_end) return last_start;
-    last_launch = launches;
-    if (!fault_report) return 0;
-    const auto* page = reinterpret_cast<const unsigned char*>(fault_report);
-    const std::uint64_t n = *reinterpret_cast<const std::uint64_t*>(page + kArgumentsAt);
-    const auto* pointers = reinterpret_cast<const std::uint64_t*>(page + kPointersAt);
-    for (std::uint64_t i = 0; i < n && kPointersAt + 16 * n <= kSharedNameAt; ++i)
-        if (pointers[i] && at >= pointers[i] && at < pointers[i] + pointers[n + i]) {
-            last_start = pointers[i], last_end = pointers[i] + pointers[n + i];
-            return last_start;
-        }
-    return 0;
-}
-
-}  // namespace cuda_emu
