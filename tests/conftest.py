@@ -24,3 +24,11 @@ def run_with_backend(code: str, backend: str) -> str:
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+@pytest.fixture(autouse=True)
+def _no_replays_from_other_tests():
+    """Each test starts without book.sgemm's replays (``launch.replay``): a test that forces a
+    plan must run that plan, not one another test recorded at the same shape."""
+    from book.launch import replay
+    replay.clear()

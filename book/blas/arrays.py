@@ -22,6 +22,9 @@ def as_backend(x, name: str):
     """``x`` as an array of this backend: itself, or a view of its memory."""
     if isinstance(x, xp.ndarray):
         return x
+    if BACKEND == "gpu" and type(x).__module__ == "numpy":
+        raise LaunchError(f"sgemm: {name} must be a 2-D {xp.__name__} array in the GPU's memory, "
+                          f"got a NumPy array (the host's): {xp.__name__}.asarray({name}) copies it")
     try:
         if BACKEND == "gpu" and hasattr(x, "__cuda_array_interface__"):
             return xp.asarray(x)  # (a CUDA tensor of PyTorch has one: strides and all)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..harness import results
+from ..launch import replay
 from ..launch.runtime import BACKEND, build_all
 from .kernels import FALLBACK, _sms
 from .model import PLANS_FILE, _rates, model_seconds, ranked
@@ -29,6 +30,7 @@ def use_plans(plans: pd.DataFrame | None) -> None:
     _tuned.cache_clear()
     _rates.cache_clear()
     plan_for.cache_clear()
+    replay.clear()
 
 
 @lru_cache(maxsize=1)
@@ -153,6 +155,7 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn"):
     best = min(seconds, key=seconds.get)
     _learned()[(M, N, K, layout)] = best
     plan_for.cache_clear()
+    replay.clear()
     path = _learned_path()
     pd.DataFrame([{"M": M, "N": N, "K": K, "layout": layout, "plan": best.id}]).to_csv(
         path, mode="a", header=not path.exists(), index=False)

@@ -153,9 +153,10 @@ def _row_align(layout: str, lda: int, ldb: int, A=None, B=None) -> int:
 
 
 def _arg(x):
-    """The kernel argument for array x: on the GPU its device address (a view's first float),
-    on the CPU the array itself (the emulator copies whole arrays)."""
-    return np.uint64(x.data.ptr) if BACKEND == "gpu" else x
+    """The kernel argument for array x: the array itself (CuPy passes its address, a view's
+    first float; the emulator copies whole arrays), so that a recording (``replay``) knows
+    which array each address is."""
+    return x
 
 
 def _aligned_copy(B, K: int, N: int):

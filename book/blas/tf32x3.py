@@ -50,14 +50,40 @@ def _tf32x3(A, B, out, alpha: float, beta: float, defines: tuple = TF32X3_DEFINE
                           f"{why}; precision='fp32' runs on every GPU")
     (M, K), N = A.shape, B.shape[1]
     a, b = xp.ascontiguousarray(A), xp.ascontiguousarray(B)
+    swap, defines, splits = _tf32x3_plan(M, N, K, defines)
+    if swap:
+        a, b, M, N = b, a, N, M
+    # (no wait for the host: Inf and NaN are found and fixed on the GPU, split-K adds in-kernel)
+    _into(out, alpha, beta, lambda c: tf32x3_wgmma(a, b, c, M, N, K, defines, splits))
+
+
+def _tf32x3_plan(M: int, N: int, K: int, defines: tuple) -> tuple:
+    """(whether to compute C^T = B^T A^T, the build's defines, split-K) at this shape."""
+    swap = False
     if defines == TF32X3_DEFINES and N > TF32X3_AREG_MAX_N >= M:  # thin M: C^T = B^T A^T, by
-        a, b, M, N = b, a, N, M  # step 5 with the roles swapped (B split in registers, A packed)
+        swap, M, N = True, N, M  # step 5 with the roles swapped (B split in registers, A packed)
         defines += (("AREG", 1), ("TRANS", 1))
     elif defines == TF32X3_DEFINES and N <= TF32X3_AREG_MAX_N:
         defines += (("AREG", 1),)  # step 5: A split in registers, B alone packed
-    splits = tf32x3_splits(M, N, K, _sms())
-    # (no wait for the host: Inf and NaN are found and fixed on the GPU, split-K adds in-kernel)
-    _into(out, alpha, beta, lambda c: tf32x3_wgmma(a, b, c, M, N, K, defines, splits))
+    return swap, defines, tf32x3_splits(M, N, K, _sms())
+
+
+def _tf32x3_replay(A, B, out, alpha: float, beta: float):
+    """The call's launches as a function ``run(A, B, out, stream)`` for later calls with the same
+    shapes, strides and scalars (``book.sgemm``'s repeated calls), or None where the call copies
+    an operand or goes through a scratch C (views, alpha and beta other than 1 and 0)."""
+    from ..launch.wgmma import tf32x3_checked
+    if not (A.flags.c_contiguous and B.flags.c_contiguous and out.flags.c_contiguous
+            and (alpha, beta) == (1.0, 0.0)):
+        return None
+    (M, K), N = A.shape, B.shape[1]
+    swap, defines, splits = _tf32x3_plan(M, N, K, TF32X3_DEFINES)
+    m, n = (N, M) if swap else (M, N)
+
+    def run(A, B, out, stream) -> None:
+        a, b = (B, A) if swap else (A, B)
+        tf32x3_checked(a, b, out, m, n, K, defines, splits)
+    return run
 
 
 @lru_cache(maxsize=None)

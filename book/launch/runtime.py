@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from . import cuda_source
+from . import replay as _replay
 from .cuda_source import KernelSourceError, Param
 
 try:
@@ -232,6 +233,10 @@ class Kernel:
     def __call__(self, grid, block, args, shared_mem: int = 0, timeout_s: float | None = None) -> None:
         """Launch: ``grid`` and ``block`` as ints or 1 to 3 ints, ``args`` matching the C
         signature. ``timeout_s`` limits an emulated launch (CPU backend; default 30 s)."""
+        _replay.note_foreign()  # (a checked launch is not repeated by a recording)
+        self._launch(grid, block, args, shared_mem, timeout_s)
+
+    def _launch(self, grid, block, args, shared_mem: int = 0, timeout_s: float | None = None) -> None:
         limits = self.module.limits
         grid = _dims(grid, "grid", self.name, limits["max_grid"])
         block = _dims(block, "block", self.name, limits["max_block"])
@@ -652,8 +657,25 @@ def unchecked(kernel: Kernel):
     """The launch function of a compiled kernel as the library's calls use it (``sgemm``, its
     3xTF32 launches), which have checked their arguments already: on the GPU CuPy's own, without
     the launch API's per-call checks (they cost tens of µs of host time a launch); on the CPU
-    the emulator's launch."""
-    return kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel
+    the emulator's launch. Each launch is noted where a call is being recorded (``replay``)."""
+    return _Unchecked(kernel.module.function(kernel.name) if BACKEND == "gpu" else kernel)
+
+
+class _Unchecked:
+    """A launch function (CuPy's RawKernel, or the emulator's kernel) whose launches a
+    recording notes (``replay.note_launch``); ``ptr``: the driver's handle of the function (GPU)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        if BACKEND == "gpu":
+            self.ptr, self._send = fn.kernel.ptr, fn
+        else:
+            self._send = fn._launch  # (the emulator's launch, checked, not noted as foreign)
+
+    def __call__(self, grid, block, args, shared_mem: int = 0) -> None:
+        if _replay._HERE.__dict__.get("rec") is not None:
+            _replay.note_launch(self, grid, block, args, shared_mem)
+        self._send(grid, block, args, shared_mem=shared_mem)
 
 
 def build_all(builds, workers: int | None = None) -> int:
@@ -701,7 +723,7 @@ def unchecked_after(kernel: Kernel):
     if (BACKEND != "gpu" or os.environ.get("BOOK_NO_PDL") or _launch_ex() is None
             or int(cupy.cuda.Device().compute_capability) < 90):
         return launch
-    return _LaunchAfter(launch)
+    return _LaunchAfter(launch.fn)
 
 
 @lru_cache(maxsize=1)
@@ -770,15 +792,18 @@ class _LaunchAfter:
                              c.pointer(self.attribute), 1)
         launch_ex, function, keep = _launch_ex(), self.function, list(args)  # (keep: the arrays
         # whose addresses the values hold stay alive as long as the launch)
+        at_config, at_params, stream = c.addressof(config), c.addressof(params), cupy.cuda.get_current_stream
 
         def launch(changes: dict) -> None:
+            _replay.note_foreign()
             for i, a in changes.items():
                 values[i].value = a.data.ptr
                 keep[i] = a
-            config.stream = cupy.cuda.get_current_stream().ptr
-            status = launch_ex(c.byref(config), function, params, None)
+            config.stream = stream().ptr
+            status = launch_ex(at_config, function, at_params, None)
             if status != 0:
                 raise LaunchError(f"cuLaunchKernelEx failed (CUresult {status})")
+        launch.keep = (config, params, values)
         return launch
 
 

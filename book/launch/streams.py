@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from . import replay
 from .runtime import BACKEND, xp
 
 LIMIT = 16
@@ -54,6 +55,7 @@ def release() -> None:
     """Drop every set (their memory goes back to the pool of the stream that allocated it)."""
     with _LOCK:
         _SETS.clear()
+    replay.clear()
 
 
 def buffer(name, size: int, dtype=None, zeros: bool = False):
@@ -66,4 +68,6 @@ def buffer(name, size: int, dtype=None, zeros: bool = False):
         dtype = dtype or xp.float32
         got = entry[name] = (xp.zeros(max(size, 1024), dtype=dtype) if zeros
                              else xp.empty(size, dtype=dtype))
-    return got if zeros else got[:size]
+    got = got if zeros else got[:size]
+    replay.note_buffer(got)
+    return got

@@ -176,6 +176,11 @@ def tf32x3_wgmma(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, spli
         if tuple(x.shape) != shape or x.dtype != np.float32:
             raise LaunchError(f"tf32x3_wgmma: {name} is {x.dtype} {tuple(x.shape)}; it must be "
                               f"float32 {shape}")
+    tf32x3_checked(A, B, C, M, N, K, defines, splits)
+
+
+def tf32x3_checked(A, B, C, M: int, N: int, K: int, defines: tuple = DEFINES, splits: int = 1):
+    """:func:`tf32x3_wgmma` on arrays the caller has checked (``book.sgemm``'s repeated calls)."""
     work = workspace(M, N, K, bool(dict(defines).get("AREG")))
     a_records, b_records, calls, two, turn = work
     if (defines, splits, turn) not in calls:  # (built once: a call's host time is its launches')
