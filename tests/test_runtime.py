@@ -82,12 +82,13 @@ def test_static_plus_dynamic_shared(semantics):
 
 
 def test_a_bound_launch_changes_only_the_arguments_it_is_given():
-    """runtime.bind_launch (how sgemm(precision='tf32x3') launches): a launch laid out once, then
+    """direct.bind_launch (how sgemm(precision='tf32x3') launches): a launch laid out once, then
     called with some arguments changed -- each call reads and writes the arrays it names, the
     others stay bound. On the CPU emulator (and a GPU without programmatic dependent launch)
     unchecked_after is the plain launch; on a Hopper GPU, a launch that may start while the one
     before it ends, and the same results."""
-    from book.launch.runtime import bind_launch, load_kernel, unchecked_after
+    from book.launch.direct import bind_launch, unchecked_after
+    from book.launch.runtime import load_kernel
     M, N, K = 5, 7, 3
     rng = np.random.default_rng(4)
     a1, a2, b = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((M, K), (M, K), (K, N)))

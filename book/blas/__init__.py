@@ -6,7 +6,9 @@ either -- with chapter 8's cp.async kernel (``08_async.cu``; ``09_sgemm.cu`` add
 leading dimensions, split-K and stream-K) in a plan per shape (chapter 9): on the suite's shapes
 the one a tuning run on this GPU found fastest; on any other shape, the fastest of the cost
 model's best few (``ranked``), timed on the shape's first call on this GPU and remembered
-(``learn``; without a GPU, the model's best). ``precision='tf32x3'`` runs chapter 10's 3xTF32
+(``learn``; where their kernels are not compiled yet, the model's best runs while they compile
+in the background, and a later call times them: ``settle``; ``tune(shapes)`` chooses at once;
+without a GPU, the model's best). A call seen before repeats its launches (``launch.replay``). ``precision='tf32x3'`` runs chapter 10's 3xTF32
 kernel on Hopper's tensor cores at float32's accuracy. Below compute capability 8.0, chapter
 8's warp-tile kernel runs.
 
@@ -34,7 +36,7 @@ would take its place in ``book`` as soon as anything imported it.)
 """
 from .call import PRECISIONS, sgemm
 from .choice import (FIRST_CALL, FIRST_CALL_SMALL, FIRST_PACKED, FIRST_STREAMK, SMALL_S,
-                     first_call_plans, learn, learning, plan_for, use_plans)
+                     first_call_plans, learn, learning, plan_for, settle, tune, use_plans)
 from .kernels import (CONFIGS, FALLBACK, OUTER_ONE_GROUP, OUTER_ROWS, SKINNY_PR, SKINNY_SPLITS,
                       SKINNY_WARPS, STREAMK_CPU_BLOCKS)
 from .model import (CANDIDATES_FILE, CHAIN_S, LAUNCH_S, LAYOUT_SPEED, LONE, OUTER_RATE, PACK_SLOW,
@@ -54,7 +56,7 @@ __all__ = ["sgemm", "PRECISIONS",
            "sanitizer_plans", "stored_operands", "logical_operands",
            "model_seconds", "ranked", "LAUNCH_S", "LONE", "CHAIN_S", "STREAMK_STEP", "OUTER_RATE",
            "WARP_BYTES_S", "LAYOUT_SPEED", "PACK_SLOW", "PLANS_FILE", "CANDIDATES_FILE",
-           "plan_for", "use_plans", "learn", "learning", "first_call_plans", "FIRST_CALL",
+           "plan_for", "use_plans", "learn", "settle", "tune", "learning", "first_call_plans", "FIRST_CALL",
            "FIRST_CALL_SMALL", "SMALL_S", "FIRST_STREAMK", "FIRST_PACKED",
            "TF32X3_DEFINES", "TF32X3_MAX_SPLITS", "TF32X3_MIN_KTILES", "TF32X3_AREG_MAX_N",
            "tf32x3_splits"]

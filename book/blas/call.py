@@ -11,7 +11,7 @@ from threading import get_ident
 from ..launch import replay
 from ..launch.runtime import BACKEND, LaunchError, xp
 from .arrays import as_backend, returned, stream_of
-from .choice import _known, learn, learning, plan_for
+from .choice import _known, learning, plan_for, settle
 from .kernels import FALLBACK, _workspace
 from .operands import _into, _operand, _whole
 from .plans import Plan, in_layout
@@ -131,7 +131,8 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
         return out
     if not _known(M, N, K, layout) and learning():
         scratch = _workspace(M * N, slot=2).reshape(M, N)
-        plan = learn(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout)
+        plan = settle(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout,
+                      (lda, ldb)) or plan
     plan = in_layout(plan, layout)
     if plan is None:
         raise LaunchError(f"sgemm: the plan for {M} x {N} x {K} cannot read layout {layout!r}")

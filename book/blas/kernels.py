@@ -15,7 +15,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..launch import streams
-from ..launch.runtime import BACKEND, load_kernel, unchecked, xp
+from ..launch.direct import unchecked
+from ..launch.runtime import BACKEND, load_kernel, xp
 from ..registry import KernelSpec, async_tile, ceil_div, warptile
 
 
@@ -118,12 +119,12 @@ tests' small shapes still split tiles among blocks."""
 
 
 @lru_cache(maxsize=None)
-def _resident_blocks(config: str, layout: str = "nn", align: int = 4) -> int:
+def _resident_blocks(config: str, layout: str = "nn", align: int = 4, ld: str = "") -> int:
     """Stream-K blocks of a configuration that the GPU runs at once: SMs x the driver's blocks
     per SM for the stream-K entry (its loops hold more registers than matmul_async)."""
     if BACKEND != "gpu":
         return STREAMK_CPU_BLOCKS
-    spec = _entry(config, "matmul_streamk", layout, align)
+    spec = _entry(config, "matmul_streamk" + ld, layout, align)  # (the entry the plan runs)
     return _wave(unchecked(spec.kernel()), spec.block[0], spec.shared_mem(0))
 
 
@@ -159,17 +160,26 @@ def _arg(x):
     return x
 
 
-def _aligned_copy(B, K: int, N: int):
-    """The K x N matrix B (rows of any length) copied into rows of 4 * ceil(N / 4) floats."""
-    out = xp.empty((K, 4 * ceil_div(N, 4)), dtype=xp.float32)
-    out[:, :N] = B[:, :N]
-    return out
+def _aligned_copy(B, K: int, N: int, ldb: int):
+    """The K x N matrix B (rows ldb floats apart, starting anywhere) copied into rows of
+    4 * ceil(N / 4) floats, zeros past N, in workspace slot 5 (09_transpose.cu's pad_rows)."""
+    ldy = 4 * ceil_div(N, 4)
+    Y = _workspace(K * ldy, slot=5).reshape(K, ldy)
+    _pad_rows()((ceil_div(K * ldy // 4, 256),), (256,), (_arg(B), *_ints(ldb), _arg(Y),
+                                                         *_ints(ldy, K, N)))
+    return Y
+
+
+@lru_cache(maxsize=1)
+def _pad_rows():
+    return unchecked(load_kernel("09_transpose.cu", "pad_rows"))
 
 
 def _workspace(size: int, slot: int = 0):
     """A workspace of the calling stream and thread (``streams.buffer``), grown as needed and
     kept: a launch then allocates nothing, and no other stream or thread touches it. Slot 0:
-    split-K's slices and stream-K's pieces; slot 1: A B before alpha and beta are applied."""
+    split-K's slices and stream-K's pieces; slot 1: A B before alpha and beta are applied;
+    2: a first call's timing runs; 3 and 4: packed A and B; 5: a padded B."""
     return streams.buffer(("work", slot), size)
 
 

@@ -101,20 +101,21 @@ class Plan:
                     f"not rows {lda}, {ldb}, {ldc} floats apart")
         return _rows_why(self.layout, M, N, K, lda, ldb, ldc)
 
-    def builds(self, align: int = 4) -> list[tuple[str, dict, tuple]]:
-        """The compiles its launches on contiguous arrays need (views need the ``_ld`` entries,
-        built when first launched; a padded B always does): its entries, and split-K's sum;
-        ``align`` 2 or 1: the builds for operands whose rows start on 8 or 4 bytes only
-        (``builds_for`` says when)."""
+    def builds(self, align: int = 4, contiguous: bool = True) -> list[tuple[str, dict, tuple]]:
+        """The compiles its launches need: its entries, and split-K's sum; ``contiguous``: on
+        arrays whose rows are K and N floats long (else, and for a padded B or transposed
+        operands, the ``_ld`` entries); ``align`` 2 or 1: the builds for operands whose rows
+        start on 8 or 4 bytes only (``builds_for`` says when)."""
         if self.config == FALLBACK:
             return self.spec.builds()
         entries = (("matmul_tiles", "matmul_streamk", "streamk_fixup") if self.streamk
                    else ("matmul_splitk",) if self.splits > 1 else ("matmul_async",))
-        if self.pad_b or self.layout != "nn":  # rows of other lengths than K and N: _ld entries
+        if self.pad_b or self.layout != "nn" or not contiguous:  # rows of other lengths: _ld
             entries = tuple(e if e == "streamk_fixup" else e + "_ld" for e in entries)
         align = 4 if self.pad_b else align
         return ([b for e in entries for b in _entry(self.config, e, self.layout, align).builds()]
-                + ([("09_splitk.cu", {}, ())] if self.splits > 1 else []))
+                + ([("09_splitk.cu", {}, ())] if self.splits > 1 else [])
+                + ([("09_transpose.cu", {}, ())] if self.pad_b else []))
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
         """C = A @ B with arrays as the registry's kernels take them: (M, >= K), (K, >= N),
@@ -147,7 +148,7 @@ class Plan:
                 _epilogue(tmp, C, M, N, ldc, 1, 1, alpha, beta)
                 return
         if self.pad_b and (ldb % 4 or _address(B) % 16):
-            B, ldb = _aligned_copy(B, K, N), 4 * ceil_div(N, 4)
+            B, ldb = _aligned_copy(B, K, N, ldb), 4 * ceil_div(N, 4)
         align = _row_align(self.layout, lda, ldb, A, B)
         if self.streamk:
             self._streamk(A, B, C, M, N, K, lda, ldb, ldc, shares, align)
@@ -167,11 +168,11 @@ class Plan:
         the builds' ROW_ALIGN (``_row_align``)."""
         tile_m, tile_n = self.spec.tile
         tiles, steps = ceil_div(M, tile_m) * ceil_div(N, tile_n), ceil_div(K, _BK[self.config])
-        shares = min(tiles * steps, shares or _resident_blocks(self.config, self.layout, align))
-        whole = tiles // shares * shares
         contiguous = self.layout == "nn" and (lda, ldb, ldc) == (K, N, N)
         sizes = _ints(M, N, K) + (() if contiguous else _ints(lda, ldb, ldc))
         ld = "" if contiguous else "_ld"
+        shares = min(tiles * steps, shares or _resident_blocks(self.config, self.layout, align, ld))
+        whole = tiles // shares * shares
         if whole:
             _kernel(self.config, "matmul_tiles" + ld, self.layout, align)(
                 (whole,), (_arg(A), _arg(B), _arg(C), *sizes))
@@ -420,12 +421,29 @@ def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
     return kernel, grid, sizes, None
 
 
-def builds_for(plans, M: int, N: int, layout: str = "nn") -> list:
-    """The compiles ``plans`` need at a shape with contiguous operands in ``layout`` (rows of N
-    floats for B as is, of M for A transposed: the ROW_ALIGN build they take), for
-    ``runtime.build_all`` to make side by side before the first launch."""
-    align = _row_align(layout, M, N)
-    return [b for p in plans for b in (p.builds(align) if isinstance(p, Plan) else p.builds())]
+def builds_for(plans, M: int, N: int, layout: str = "nn", K: int | None = None,
+               lda: int | None = None, ldb: int | None = None) -> list:
+    """The compiles ``plans`` need at a shape with operands in ``layout`` whose rows are ``lda``
+    and ``ldb`` floats apart (default: contiguous; a transposed A's rows are M long), for
+    ``runtime.build_all`` to make side by side before the first launch: the ROW_ALIGN build each
+    takes, its ``_ld`` entries where rows are not K and N long (a packed B's rows are N rounded
+    up to 4 floats)."""
+    lda = lda or (M if layout[0] == "t" else K)
+    ldb = ldb or (K if layout[1] == "t" else N)
+    align = _row_align(layout, lda or 4, ldb)
+    found = []
+    for p in plans:
+        if isinstance(p, Packed):
+            la = K if layout[0] == "t" else lda  # (the transposed operands' packed copies)
+            lb = 4 * ceil_div(N, 4) if layout[1] == "t" else ldb
+            inner = (p.plan.builds(_row_align("nn", la or 4, lb), (la, lb) == (K, N))
+                     if isinstance(p.plan, Plan) else p.plan.builds())
+            found += inner + [("09_transpose.cu", {}, ())]
+        elif isinstance(p, Plan):
+            found += p.builds(align, layout == "nn" and (lda, ldb) == (K, N))
+        else:
+            found += p.builds()
+    return [b for i, b in enumerate(found) if b not in found[:i]]
 
 
 DEFAULT = Plan("128x256")

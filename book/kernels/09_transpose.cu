@@ -30,3 +30,23 @@ transpose(const float* __restrict__ X, int ldx, float* __restrict__ Y, int ldy, 
         if (r < rows && c < cols) Y[(long long)c * ldy + r] = tile[threadIdx.x][j];
     }
 }
+
+// pad_rows: X (rows x cols, rows ldx floats apart, starting anywhere on 4 bytes) copied into Y,
+//   rows ldy floats apart (ldy a multiple of 4, Y on 16 bytes), zeros past `cols`: book.sgemm's
+//   B where its rows do not start on 16 bytes (a plan with pad_b), so that the NN kernels read
+//   them in 16-byte pieces. Each thread writes one float4 of Y. Launch: block 256, grid
+//   CEIL_DIV(rows * ldy / 4, 256).
+extern "C" __global__ void __launch_bounds__(256)
+pad_rows(const float* __restrict__ X, int ldx, float* __restrict__ Y, int ldy, int rows, int cols) {
+    const long long i = (long long)blockIdx.x * 256 + threadIdx.x;  // Y's float4 number i
+    const int quads = ldy / 4;
+    if (i >= (long long)rows * quads) return;
+    const int r = (int)(i / quads), c = (int)(i % quads) * 4;
+    const float* x = X + (long long)r * ldx;
+    float4 v;
+    v.x = c < cols ? x[c] : 0.0f;
+    v.y = c + 1 < cols ? x[c + 1] : 0.0f;
+    v.z = c + 2 < cols ? x[c + 2] : 0.0f;
+    v.w = c + 3 < cols ? x[c + 3] : 0.0f;
+    reinterpret_cast<float4*>(Y + (long long)r * ldy)[c / 4] = v;
+}

@@ -4,7 +4,7 @@ A call of ``book.sgemm`` at a shape, layout and alignment it has seen does the s
 last time: the same kernels, grids and sizes, on the same scratch memory (``streams.buffer``),
 only A's, B's and C's addresses differ. Working them out again costs more host time than the
 launches. So the call runs once inside :func:`recording`, which notes every launch made through
-:func:`runtime.unchecked`, and :meth:`Recording.replay` gives a function of the new operands
+:func:`direct.unchecked`, and :meth:`Recording.replay` gives a function of the new operands
 that repeats them: on a GPU each launch laid out once (its parameters in a ctypes array, the
 operands' addresses written in place) and sent with CuPy's ``driver.launchKernel``.
 

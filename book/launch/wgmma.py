@@ -12,7 +12,8 @@ from functools import lru_cache
 import numpy as np
 
 from . import streams
-from .runtime import LaunchError, bind_launch, load_kernel, unchecked_after, xp
+from .direct import bind_launch, unchecked_after
+from .runtime import LaunchError, load_kernel, xp
 
 SOURCE, OPTIONS = "10_wgmma.cu", ("-arch=sm_90a",)
 TILE, K_TILE, RECORD_FLOATS = 128, 32, 2 * 128 * 32
@@ -213,7 +214,7 @@ def _call_launches(A, B, C, a_records, b_records, two, turn: int, M: int, N: int
                    defines: tuple, splits: int):
     """The launches of a :func:`tf32x3_wgmma` call on this workspace -- pack's, rescale's
     (where the build scales), the product's -- each bound to its arguments once
-    (runtime.bind_launch), as one function of the operands A, B and C, which alone change from
+    (direct.bind_launch), as one function of the operands A, B and C, which alone change from
     call to call. With SCALED = 1 the call gathers into flags set ``turn`` (ea, eb, bad) and
     its rescale zeroes the other, which the last call's product has read and the next call
     fills."""

@@ -38,7 +38,8 @@ from ..blas.kernels import _arg, _entry, _ints, _sms, _spec
 from ..blas.model import _bandwidth
 from ..harness import results
 from ..harness.measure import build_ahead, sweep
-from ..launch.runtime import BACKEND, build_all, unchecked, xp
+from ..launch.direct import unchecked
+from ..launch.runtime import BACKEND, build_all, xp
 from ..registry import KernelSpec, ceil_div
 
 SUITE_FILE, OVERHEAD_FILE = "09_sgemm_suite", "09_sgemm_overhead"

@@ -1,0 +1,167 @@
+"""book.sgemm's first and repeated calls. A repeated call (``launch.replay``), at a shape,
+layout and alignment seen before, repeats the last one's launches on the new arrays: right for
+every kind of plan, refused where the launches read a copy made during the call. A first call
+never waits for more than one build (``choice.settle``), and what it compiles in the background
+is what its timing then loads."""
+import numpy as np
+import pytest
+
+from book import BACKEND, to_device, to_host, xp
+from book import blas as S
+from book.blas import call
+from book.harness.check import TOLERANCE, random_inputs, relative_error
+from book.launch import replay, streams
+
+PLANS = {"tiles": S.Plan("64x64"), "split-K": S.Plan("64x64", 3),
+         "stream-K": S.Plan("128x128", streamk=True), "skinny": S.Skinny("n", 8, 3),
+         "B padded": S.Plan("64x64", 1, True)}  # (N = 30: B copied into rows of 32 floats)
+
+
+def _force(monkeypatch, plan):
+    monkeypatch.setattr(call, "plan_for", lambda M, N, K, layout="nn": plan)
+    monkeypatch.setenv("BOOK_SGEMM_LEARN", "0")
+    replay.clear()
+
+
+def _operand(x, transposed: bool):
+    return to_device(np.ascontiguousarray(x.T)).T if transposed else to_device(x)
+
+
+@pytest.mark.parametrize("kind", PLANS)
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
+def test_a_repeated_call_replays_its_launches_on_the_new_arrays(kind, layout, monkeypatch):
+    """Two calls with the same key: the second is a replay (the table holds the first's
+    launches), and right on new values, out transposed and alpha, beta included."""
+    _force(monkeypatch, PLANS[kind])
+    M, N, K = (7, 6, 41) if kind == "skinny" else (37, 30, 41)
+    for out_t in (False, True):
+        for seed in (1, 2):
+            a, b = random_inputs(M, N, K, seed=seed)
+            c0 = np.random.default_rng(seed).random((M, N)).astype(np.float32)
+            A, B = _operand(a, layout[0] == "t"), _operand(b, layout[1] == "t")
+            out = _operand(c0, out_t)
+            before = len(replay.TABLE)
+            S.sgemm(A, B, out=out, alpha=0.5, beta=-2.0)
+            assert len(replay.TABLE) == before + (seed == 1)
+            ref = 0.5 * (a.astype(np.float64) @ b) - 2.0 * c0
+            assert relative_error(to_host(out), ref) < TOLERANCE, (kind, layout, out_t, seed)
+            C = S.sgemm(A, B)
+            assert relative_error(to_host(C), a.astype(np.float64) @ b) < TOLERANCE
+
+
+def test_a_call_whose_launches_read_a_copy_is_not_replayed(monkeypatch):
+    """A launch given an array made during the call (neither an operand nor scratch memory of
+    ``streams.buffer``) refuses the recording: the next call would read the stale copy. So does
+    sgemm(A, A): one array as two operands."""
+    from book.blas import kernels
+    A, B = (to_device(x) for x in random_inputs(30, 31, 30, seed=3))
+    C = xp.empty((30, 31), xp.float32)
+    with replay.recording(A, B, C) as rec:
+        copy = A.copy()
+        kernels._packed(copy, 30, 30, 30, 30, slot=3)
+    assert rec.replay() is None
+    with replay.recording(A, B, C) as rec:
+        kernels._packed(A, 30, 30, 30, 30, slot=3)
+    assert rec.replay() is not None
+    _force(monkeypatch, S.Plan("64x64"))
+    a = random_inputs(30, 30, 30, seed=4)[0]
+    A = to_device(a)
+    for _ in range(2):
+        assert relative_error(to_host(S.sgemm(A, A)), a.astype(np.float64) @ a) < TOLERANCE
+    assert not replay.TABLE
+
+
+def test_replays_are_forgotten_when_plans_or_scratch_memory_change(monkeypatch):
+    _force(monkeypatch, S.Plan("64x64", 2))
+    A, B = (to_device(x) for x in random_inputs(20, 20, 20, seed=5))
+    S.sgemm(A, B)
+    assert replay.TABLE
+    streams.release()
+    assert not replay.TABLE
+    S.sgemm(A, B)
+    S.use_plans(None)
+    assert not replay.TABLE
+
+
+def test_a_launch_through_the_checked_api_refuses_the_recording():
+    """Only launches of ``unchecked`` are noted; a checked one would be missed by a replay."""
+    from book.registry import find_kernel
+    spec = find_kernel("naive16")
+    A, B = (to_device(x) for x in random_inputs(8, 8, 8, seed=1))
+    C = xp.empty((8, 8), xp.float32)
+    with replay.recording(A, B, C) as rec:
+        spec.launch(A, B, C, 8, 8, 8)
+    assert rec.replay() is None
+
+
+def test_a_first_call_never_waits_for_more_than_one_build(monkeypatch):
+    """choice.settle: where the plans a first call would time are not all compiled, it returns
+    None (the call runs the model's best, whose build alone it waits for) and compiles the others
+    in a background thread; a call after that thread ends times them (learn). Where all are
+    compiled, it times them at once."""
+    import threading
+    from book.blas import choice
+    monkeypatch.setattr(choice, "_PENDING", {})
+    gate, compiled, learned = threading.Event(), [], []
+    monkeypatch.setattr(choice, "built", lambda builds: False)
+    monkeypatch.setattr(choice, "build_all", lambda builds: (gate.wait(30), compiled.append(builds)))
+    monkeypatch.setattr(choice, "learn", lambda M, N, K, run, layout="nn", lds=None:
+                        learned.append((M, N, K, layout)) or "timed")
+    shape = (300, 200, 100)
+    assert choice.settle(*shape, run=None) is None
+    assert choice.settle(*shape, run=None) is None and not learned  # (still compiling)
+    gate.set()
+    choice._PENDING[(*shape, "nn")].join(30)
+    assert choice.settle(*shape, run=None) == "timed" and learned == [(*shape, "nn")]
+    best = S.builds_for(S.first_call_plans(*shape)[:1], 300, 200, "nn")
+    assert compiled[0] and not any(b in best for b in compiled[0])
+    monkeypatch.setattr(choice, "built", lambda builds: True)
+    assert choice.settle(5, 6, 7, run=None) == "timed"
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn"])
+def test_tune_chooses_the_plans_of_shapes_now(layout, monkeypatch):
+    """tune(shapes): every shape's first-call timing at once, on operands stored as the layout
+    reads them (here the timing is a stand-in that runs the model's best); on the CPU backend
+    it answers with the model's best."""
+    from book.blas import choice
+    shapes = [(20, 30, 40), (7, 5, 9)]
+    assert S.tune(shapes, layout) == {s: S.plan_for(*s, layout) for s in shapes}
+    ran = []
+
+    def learn(M, N, K, run, layout="nn", lds=None):
+        plan = S.first_call_plans(M, N, K, layout)[0]
+        run(plan)
+        ran.append((M, N, K))
+        return plan
+    monkeypatch.setattr(choice, "learning", lambda: True)
+    monkeypatch.setattr(choice, "learn", learn)
+    S.tune(shapes, layout)
+    assert ran == shapes
+
+
+def test_builds_for_names_every_build_a_first_call_loads(monkeypatch):
+    """What settle compiles in the background (``builds_for``) is what the timing of the first
+    call's plans then loads: each entry a run takes (spied), as a GPU builds it (one entry per
+    build, its ROW_ALIGN), is among the builds named -- packed copies of B with rows rounded up
+    to 4 floats and stream-K's _ld entries included."""
+    from book.blas import kernels
+    (M, N, K), layout = (37, 30, 41), "tt"  # (tiles, stream-K, packed, N not a multiple of 4)
+    taken, real = set(), kernels._entry
+
+    def spy(config, entry, layout="nn", align=4):
+        taken.add((config, entry, layout, align))
+        return real(config, entry, layout, align)
+    monkeypatch.setattr(kernels, "_entry", spy)
+    kernels._kernel.cache_clear()
+    a, b = random_inputs(M, N, K, seed=2)
+    A = to_device(np.ascontiguousarray(a.T)) if layout[0] == "t" else to_device(a)
+    B = to_device(np.ascontiguousarray(b.T)) if layout[1] == "t" else to_device(b)
+    C = xp.empty((M, N), xp.float32)
+    for plan in S.first_call_plans(M, N, K, layout):
+        plan.run(A, B, C, M, N, K, A.shape[1], B.shape[1], N)
+    kernels._kernel.cache_clear()
+    monkeypatch.setattr(kernels, "BACKEND", "gpu")  # (the builds as a GPU makes them)
+    named = S.builds_for(S.first_call_plans(M, N, K, layout), M, N, layout, K)
+    missing = [t for t in taken if not all(b in named for b in real(*t).builds())]
+    assert not missing, missing
