@@ -20,8 +20,8 @@ pd.set_option("display.width", 200)
 sizes = [4096, 8192] if BACKEND == "gpu" else [64, 96]
 steps = [KERNELS["reg128x128x16_8x8"]] + chapter_kernels(8)
 print(report(steps + [async_tile(**c) for c in TUNING_SPACE]).to_string(), flush=True)
-df = sweep(steps, sizes, progress=True)
-tuned = tune(sizes, progress=True)
+df = sweep(steps, sizes)  # (a progress bar in a terminal)
+tuned = tune(sizes)
 df, tuned = results.keep(df, "08_steps"), results.keep(tuned, "08_tune")  # saved where results.saving()
 for name, d in (("steps", df), ("tuning", tuned)):
     print(f"\n{name}: GFLOP/s and % of cuBLAS")

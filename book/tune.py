@@ -14,9 +14,9 @@ from .registry import TUNING_SPACE, async_tile, usable
 
 
 
-def tune(sizes, space=TUNING_SPACE, progress: bool = False) -> pd.DataFrame:
+def tune(sizes, space=TUNING_SPACE, progress: bool = True) -> pd.DataFrame:
     """Check and time every configuration this GPU can run (one printed line names the others)
-    at every size; the defines are columns."""
+    at every size; the defines are columns. ``progress``: ``sweep``'s bar (where bars show)."""
     specs = usable([async_tile(**change) for change in space])
     df = sweep(specs, sizes, progress=progress)
     defines = pd.DataFrame([{**dict(s.defines), "kernel": s.id} for s in specs] or {"kernel": []})

@@ -96,10 +96,12 @@ def test_the_parts_depend_one_way(lower, upper):
 
 LIBRARY = sorted(m for m in MODULES if m == "book.blas" or m.startswith("book.blas."))
 LIBRARY_NEEDS = ("book.launch", "book.registry", "book.harness.check", "book.harness.device",
-                 "book.harness.results", "book.harness.measure")
+                 "book.harness.results", "book.harness.measure", "book.harness.progress")
 """All the library may reach below it: the launch API, the registry (with the check's tolerance it
 reads), and of the harness the device report (the GPU's name and SMs), the results files (a tuning
-run's plans and rates) and the event timer a first call times its candidates with."""
+run's plans and rates) and the event timer a first call times its candidates with (its module's
+sweeps import the progress bars' switch, which imports tqdm only where a bar shows; the library
+makes no bar)."""
 STUDIES_PLOTS_TABLES = ("book.studies", "book.harness.plots", "book.harness.tables",
                         "book.harness.notebook", "book.harness.sources", "book.harness.ceilings",
                         "book.models", "book.profile", "book.ladder", "book.tune")

@@ -8,6 +8,7 @@
 * ``plots``, ``tables`` -- the book's figures and the tables a reader reads (one style).
 * ``notebook`` -- the helpers a chapter calls (device line, source listing, glued numbers).
 * ``sources`` -- figures quoted from the source articles; ``execute`` -- runs every chapter.
+* ``progress`` -- the progress bars of long loops (tqdm's), where a bar may show.
 
 It depends on ``book.launch`` only.
 """

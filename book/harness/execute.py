@@ -2,7 +2,9 @@
 
 Run it on a GPU host: each chapter measures, saves ``results/<gpu>/`` and stores its outputs,
 which the HTML book then shows. Prints the cells that took longer than SLOW_CELL_S as they finish,
-the time each notebook took, then the total.
+the time each notebook took, then the total; in a terminal, progress bars over the notebooks and
+over each one's code cells (``harness.progress``). The kernels run with BOOK_PROGRESS=0: the
+outputs they store are the book's, and carry no bars.
 
     python -m book.harness.execute                 # all of notebooks/*.ipynb
     python -m book.harness.execute 02_naive        # only the notebooks whose names start with these
@@ -20,7 +22,10 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
+
+from .progress import Quiet, bar
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 SLOW_CELL_S = float(os.environ.get("BOOK_SLOW_CELL_S", 3.0))
@@ -45,13 +50,14 @@ def slow_cells(nb, over: float = SLOW_CELL_S) -> list[tuple[float, str]]:
             if (seconds := cell_seconds(cell)) is not None and seconds > over]
 
 
-def _report_cell(cell, cell_index, execute_reply) -> None:
+def _report_cell(cell, cell_index, execute_reply, cells=Quiet()) -> None:
     """nbclient's hook after each cell: print the slow ones as they finish (a run that is stopped
-    still shows where its time went)."""
+    still shows where its time went), and count the cell on the bar ``cells`` (nbclient calls it
+    for the code cells that hold code)."""
     seconds = cell_seconds(cell)
     if seconds is not None and seconds > SLOW_CELL_S:
-        print(f"    {seconds:5.1f} s  cell {cell_index}: {cell.source.splitlines()[0][:70]}",
-              flush=True)
+        cells.write(f"    {seconds:5.1f} s  cell {cell_index}: {cell.source.splitlines()[0][:70]}")
+    cells.update()
 
 
 def main(argv: list[str]) -> int:
@@ -68,21 +74,27 @@ def main(argv: list[str]) -> int:
                    if not prefixes or p.name.startswith(tuple(prefixes)))
     print(f"Executing {len(paths)} notebooks ({'cold: empty kernel caches' if cold else 'warm'})",
           flush=True)
+    kernel_env = dict(os.environ, BOOK_PROGRESS="0")  # no bars in the stored outputs
     total, failed = 0.0, []
-    for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        t0 = time.perf_counter()
-        try:
-            NotebookClient(nb, timeout=1800, kernel_name="python3", on_cell_executed=_report_cell,
-                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-        except Exception as exc:  # keep the stored notebook; go on with the next chapter
-            failed.append(path.name)
-            print(f"{path.name}: FAILED, left unchanged\n{exc}", flush=True)
-            continue
-        seconds = time.perf_counter() - t0
-        total += seconds
-        nbformat.write(nb, path)
-        print(f"{path.name:<28} {seconds:7.1f} s", flush=True)
+    with bar(paths, desc="notebooks", unit="notebook") as notebooks:
+        for path in notebooks:
+            nb = nbformat.read(path, as_version=4)
+            code = sum(cell.cell_type == "code" and bool(cell.source.strip()) for cell in nb.cells)
+            t0 = time.perf_counter()
+            with bar(total=code, desc=path.stem, unit="cell") as cells:
+                try:
+                    NotebookClient(nb, timeout=1800, kernel_name="python3",
+                                   on_cell_executed=partial(_report_cell, cells=cells),
+                                   resources={"metadata": {"path": str(NOTEBOOKS)}}
+                                   ).execute(env=kernel_env)
+                except Exception as exc:  # keep the stored notebook; go on with the next chapter
+                    failed.append(path.name)
+                    cells.write(f"{path.name}: FAILED, left unchanged\n{exc}")
+                    continue
+            seconds = time.perf_counter() - t0
+            total += seconds
+            nbformat.write(nb, path)
+            notebooks.write(f"{path.name:<28} {seconds:7.1f} s")
     print(f"{'all notebooks':<28} {total:7.1f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .check import TOLERANCE, device_inputs, tolerance_of
 from .device import device_report
+from .progress import bar
 from ..launch.runtime import BACKEND, build_all, cupy, synchronize, xp
 
 POINT_BUDGET_S = 20.0
@@ -145,7 +146,7 @@ def build_ahead(specs) -> int:
 
 
 def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: float = TOLERANCE,
-          progress: bool = False, ld_align: int = 1, target_s: float = TARGET_SECONDS,
+          progress: bool = True, ld_align: int = 1, target_s: float = TARGET_SECONDS,
           max_repeat: int = 200, min_repeat: int = 3) -> pd.DataFrame:
     """Check then time every spec at every size; one row per (kernel, size).
 
@@ -161,6 +162,9 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
     Sizes grow no further once one size took longer than POINT_BUDGET_S seconds (or the
     environment's BOOK_POINT_BUDGET_S): larger ones are skipped, with a printed line, so that a
     slow GPU finishes the chapter.
+
+    A progress bar counts the (kernel, size) points where bars show (``harness.progress``: a
+    terminal or Jupyter, never nbval); ``progress=False``: none.
     """
     if ld_align > 1 and (baseline or not all(s.leading_dims for s in specs)):
         raise ValueError("ld_align > 1 needs kernels with leading_dims and baseline=False")
@@ -169,52 +173,57 @@ def sweep(specs, sizes, *, baseline: bool = True, seed: int = 0, tolerance: floa
     device = device_report()["name"]
     budget = float(os.environ.get("BOOK_POINT_BUDGET_S", POINT_BUDGET_S))
     over_budget = None  # (M * N * K, text) of the first size that took longer than the budget
-    rows = []
-    for size in sizes:
-        M, N, K = (size, size, size) if np.isscalar(size) else size
-        base = {"M": M, "N": N, "K": K, "device": device, "date": date.today().isoformat()}
-        ok, why = fits_in_memory(M, N, K)
-        if ok and over_budget and M * N * K > over_budget[0]:
-            ok, why = False, over_budget[1]
-        if not ok:
-            print(f"skipping {M}x{N}x{K}: {why}")
-            rows += [{**base, "kernel": s.id, "label": s.label, "chapter": s.chapter,
-                      "status": f"skipped ({why})"}
-                     for s in specs]
-            continue
-        started = time.perf_counter()
-        A, B = (xp.asarray(x) for x in device_inputs(M, N, K, seed=seed + M * 7 + N * 13 + K))
-        ref = A.astype(xp.float64) @ B.astype(xp.float64)
-        A, B = padded(A, ld_align), padded(B, ld_align)
-        C = xp.empty((M, padded_length(N, ld_align)), dtype=xp.float32)
-        base.update(lda=A.shape[1], ldb=B.shape[1], ldc=C.shape[1])
-        for spec in specs:
-            row = {**base, "kernel": spec.id, "label": spec.label, "chapter": spec.chapter}
-            cannot = getattr(spec, "why_not_here", lambda: None)()
-            if cannot:
-                rows.append({**row, "status": f"skipped ({cannot})"})
+    rows, sizes = [], list(sizes)
+    with bar(total=len(sizes) * len(specs), desc="sweep", unit="point", show=progress) as points:
+        for size in sizes:
+            M, N, K = (size, size, size) if np.isscalar(size) else size
+            base = {"M": M, "N": N, "K": K, "device": device, "date": date.today().isoformat()}
+            ok, why = fits_in_memory(M, N, K)
+            if ok and over_budget and M * N * K > over_budget[0]:
+                ok, why = False, over_budget[1]
+            if not ok:
+                points.write(f"skipping {M}x{N}x{K}: {why}")
+                rows += [{**base, "kernel": s.id, "label": s.label, "chapter": s.chapter,
+                          "status": f"skipped ({why})"}
+                         for s in specs]
+                points.update(len(specs))
                 continue
-            C.fill(xp.nan)
-            spec.launch(A, B, C, M, N, K)
-            row["rel_error"] = relative_error_xp(C[:, :N], ref)
-            outside = not bool(xp.isnan(C[:, N:]).all())
-            if outside or not row["rel_error"] < tolerance_of(spec, tolerance):
-                row["status"] = "FAILED check"
-                why = "wrote into C's row padding" if outside else f"relative error {row['rel_error']:.2e}"
-                print(f"{getattr(spec, 'label', spec.id)} at {M}x{N}x{K}: FAILED, {why}")
-            else:
-                row["status"] = "ok"
-                row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K), target_s, max_repeat,
-                                       min_repeat, warmed=True))  # the check was the warm-up
-                row["gflops"] = 2.0 * M * N * K / (row["time_ms"] * 1e6)
-            rows.append(row)
-            if progress:
-                print(f"{spec.id:>10} {M}x{N}x{K}: {row['status']}, {row.get('gflops', 0):.0f} GFLOP/s")
-        del A, B, C, ref
-        took = time.perf_counter() - started
-        if took > budget and not over_budget:
-            over_budget = (M * N * K, f"{M}x{N}x{K} took {took:.0f} s, over the {budget:.0f} s "
-                                      f"budget per size (BOOK_POINT_BUDGET_S)")
+            started = time.perf_counter()
+            A, B = (xp.asarray(x) for x in device_inputs(M, N, K, seed=seed + M * 7 + N * 13 + K))
+            ref = A.astype(xp.float64) @ B.astype(xp.float64)
+            A, B = padded(A, ld_align), padded(B, ld_align)
+            C = xp.empty((M, padded_length(N, ld_align)), dtype=xp.float32)
+            base.update(lda=A.shape[1], ldb=B.shape[1], ldc=C.shape[1])
+            for spec in specs:
+                points.set_postfix_str(f"{M}x{N}x{K} {spec.id}", refresh=False)
+                row = {**base, "kernel": spec.id, "label": spec.label, "chapter": spec.chapter}
+                cannot = getattr(spec, "why_not_here", lambda: None)()
+                if cannot:
+                    rows.append({**row, "status": f"skipped ({cannot})"})
+                    points.update()
+                    continue
+                C.fill(xp.nan)
+                spec.launch(A, B, C, M, N, K)
+                row["rel_error"] = relative_error_xp(C[:, :N], ref)
+                outside = not bool(xp.isnan(C[:, N:]).all())
+                if outside or not row["rel_error"] < tolerance_of(spec, tolerance):
+                    row["status"] = "FAILED check"
+                    why = ("wrote into C's row padding" if outside
+                           else f"relative error {row['rel_error']:.2e}")
+                    points.write(f"{getattr(spec, 'label', spec.id)} at {M}x{N}x{K}: FAILED, {why}")
+                else:
+                    row["status"] = "ok"
+                    row.update(time_launch(lambda: spec.launch(A, B, C, M, N, K), target_s,
+                                           max_repeat, min_repeat,
+                                           warmed=True))  # the check was the warm-up
+                    row["gflops"] = 2.0 * M * N * K / (row["time_ms"] * 1e6)
+                rows.append(row)
+                points.update()
+            del A, B, C, ref
+            took = time.perf_counter() - started
+            if took > budget and not over_budget:
+                over_budget = (M * N * K, f"{M}x{N}x{K} took {took:.0f} s, over the {budget:.0f}"
+                                          f" s budget per size (BOOK_POINT_BUDGET_S)")
     df = pd.DataFrame(rows)
     return add_cublas_share(df) if baseline else df
 
@@ -249,20 +258,24 @@ def check_kernels(specs, sizes, seed: int = 1, tolerance: float = TOLERANCE) -> 
     """'ok' or 'FAILED' for every kernel (rows, by label) at every (M, N, K) (columns); nothing
     timed.
 
-    The table holds no error values, so it reads the same on every backend and GPU.
+    The table holds no error values, so it reads the same on every backend and GPU. A progress
+    bar counts the (kernel, size) points where bars show (``harness.progress``).
     """
     from .check import random_inputs, relative_error, run_matmul
     labels = [s.label for s in specs]
     names = [s.label if labels.count(s.label) == 1 else s.id for s in specs]  # rows by label
     build_ahead(specs)
-    table = {}
-    for M, N, K in sizes:
-        a, b = random_inputs(M, N, K, seed=seed + M + N + K)
-        ref = a.astype(np.float64) @ b.astype(np.float64)
-        table[f"{M}x{N}x{K}"] = {
-            name: "skipped" if s.why_not_here() else
-            "ok" if relative_error(run_matmul(s, a, b), ref) < tolerance_of(s, tolerance) else "FAILED"
-            for name, s in zip(names, specs)}
+    table, sizes = {}, list(sizes)
+    with bar(total=len(sizes) * len(specs), desc="check", unit="point") as points:
+        for M, N, K in sizes:
+            a, b = random_inputs(M, N, K, seed=seed + M + N + K)
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            column = table[f"{M}x{N}x{K}"] = {}
+            for name, s in zip(names, specs):
+                column[name] = ("skipped" if s.why_not_here() else
+                                "ok" if relative_error(run_matmul(s, a, b), ref)
+                                < tolerance_of(s, tolerance) else "FAILED")
+                points.update()
     return pd.DataFrame(table).rename_axis("kernel")
 
 

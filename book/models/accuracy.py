@@ -19,6 +19,7 @@ from ..harness.check import random_inputs
 from ..harness.device import device_report
 from ..harness.measure import Baseline, relative_error_xp
 from ..harness.plots import STYLE
+from ..harness.progress import bar
 from ..launch.runtime import to_device, xp
 
 KINDS = {"positive": (0.0, 1.0), "mixed": (-1.0, 1.0)}
@@ -62,30 +63,30 @@ def error_vs_k(specs, Ks, M: int, N: int, kinds=tuple(KINDS), fmad=(True, False)
 
     Every output starts as NaN, so an unwritten element gives an infinite error. The baseline
     (cuBLAS on a GPU, NumPy's BLAS on the CPU) runs once per (kind, K), with ``fmad`` 'library';
-    the floor (:data:`FLOOR`, the exact product rounded to float32) has ``fmad`` 'exact'.
+    the floor (:data:`FLOOR`, the exact product rounded to float32) has ``fmad`` 'exact'. A
+    progress bar counts the (kind, K) inputs where bars show (``harness.progress``).
     """
     variants = [(s, True) for s in specs if True in fmad] + \
                [(without_fma(s), False) for s in specs if False in fmad]
     if baseline:
         variants.append((Baseline(), "library"))
     rows = []
-    for kind in kinds:
-        for K in Ks:
-            A, B = inputs(kind, M, N, K, seed=seed + K)
-            ref = A.astype(xp.float64) @ B.astype(xp.float64)
+    for kind, K in bar([(kind, K) for kind in kinds for K in Ks], desc="error vs K", unit="input"):
+        A, B = inputs(kind, M, N, K, seed=seed + K)
+        ref = A.astype(xp.float64) @ B.astype(xp.float64)
 
-            def row(kernel, label, fmad, out):
-                return {"kind": kind, "M": M, "N": N, "K": K, "kernel": kernel, "label": label,
-                        "fmad": fmad, "rel_error": relative_error_xp(out, ref),
-                        "max_rel_error": max_relative_error(out, ref)}
+        def row(kernel, label, fmad, out):
+            return {"kind": kind, "M": M, "N": N, "K": K, "kernel": kernel, "label": label,
+                    "fmad": fmad, "rel_error": relative_error_xp(out, ref),
+                    "max_rel_error": max_relative_error(out, ref)}
 
-            # the best any float32 output can do
-            rows.append(row(FLOOR, "exact product rounded to float32", "exact", ref.astype(xp.float32)))
-            C = xp.empty((M, N), dtype=xp.float32)
-            for spec, contract in variants:
-                C.fill(xp.nan)
-                spec.launch(A, B, C, M, N, K)
-                rows.append(row(spec.id, spec.label, str(contract), C))
+        # the best any float32 output can do
+        rows.append(row(FLOOR, "exact product rounded to float32", "exact", ref.astype(xp.float32)))
+        C = xp.empty((M, N), dtype=xp.float32)
+        for spec, contract in variants:
+            C.fill(xp.nan)
+            spec.launch(A, B, C, M, N, K)
+            rows.append(row(spec.id, spec.label, str(contract), C))
     df = pd.DataFrame(rows)
     df["device"] = device_report()["name"]
     df["date"] = date.today().isoformat()

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .coalescing import sectors
 from ..harness.measure import padded_length
+from ..harness.progress import bar
 from ..launch.runtime import BACKEND, cupy
 
 CPU_ALIGNMENT = 128
@@ -86,17 +87,18 @@ def pitch_sweep(specs, sizes, aligns: dict[str, int], repeats: int = 3,
     allocation happens to land in memory fall on all layouts alike instead of on whichever came
     first. One row per (repeat, layout, kernel, n), with 'layout' and 'repeat' columns. Each
     point is the median of up to ``max_repeat`` runs (about ``target_s`` of GPU time): the
-    spread that matters here is the one between repeats, which the chapter shows.
+    spread that matters here is the one between repeats, which the chapter shows. A progress
+    bar counts the sweeps where bars show (``harness.progress``).
     """
     from ..harness.measure import sweep
     names = list(aligns)
+    runs = [(n, r, name) for n in sizes for r in range(repeats)
+            for name in names[r % len(names):] + names[:r % len(names)]]
     frames = []
-    for n in sizes:
-        for r in range(repeats):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                d = sweep(specs, [n], baseline=False, ld_align=aligns[name], seed=r,
-                          target_s=target_s, max_repeat=max_repeat)
-                frames.append(d.assign(layout=name, repeat=r))
+    for n, r, name in bar(runs, desc="pitch", unit="sweep"):
+        d = sweep(specs, [n], baseline=False, ld_align=aligns[name], seed=r,
+                  target_s=target_s, max_repeat=max_repeat)
+        frames.append(d.assign(layout=name, repeat=r))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -20,7 +20,9 @@ waves; the summaries its command line prints, and the command line::
                                                  # layout (09_sgemm_layouts.csv)
 
 Every plan is checked before it is timed (``book.harness.measure.sweep``). The tables and
-figures chapter 9 and its lab notes draw from the recorded runs are in ``sgemm_report``.
+figures chapter 9 and its lab notes draw from the recorded runs are in ``sgemm_report``. The
+long runs show progress bars where bars show (``book.harness.progress``); ``progress=False``
+hides them.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from ..blas.kernels import _arg, _entry, _ints, _sms, _spec
 from ..blas.model import _bandwidth
 from ..harness import results
 from ..harness.measure import build_ahead, sweep
+from ..harness.progress import bar
 from ..launch.direct import unchecked
 from ..launch.runtime import BACKEND, build_all, xp
 from ..registry import KernelSpec, ceil_div
@@ -81,11 +84,12 @@ def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame
     """Check and time every candidate plan (of ``configs``, default all) on every shape; re-time
     the fastest few (FINALISTS) beside cuBLAS. Returns the plans (one row per shape: the fastest
     finalist) and every candidate's measurement (``timing`` 'quick' or 'final'; % of cuBLAS
-    against the final cuBLAS run)."""
+    against the final cuBLAS run). The bar over the shapes shows the last one's best plan."""
     shapes = shapes or (SUITE if BACKEND == "gpu" else CPU_SUITE)
     sms = _sms()
     rows, every = [], []
-    for shape in shapes:
+    tuning = bar(shapes, desc="tune", unit="shape", show=progress)
+    for shape in tuning:
         plans = {p.id: p for p in candidates(*shape, sms=sms, configs=configs)}
         build_all(builds_for(plans.values(), shape[0], shape[1]))
         quick = sweep(list(plans.values()), [shape], baseline=False, progress=progress,
@@ -109,12 +113,12 @@ def tune(shapes=None, progress: bool = True, configs=None) -> tuple[pd.DataFrame
                      "gflops": best.gflops,
                      "pct_of_cublas": best.pct_of_cublas, "plans_tried": len(ok),
                      "device": best.device, "date": best.date})
-        if progress:
-            print(f"{shape}: {plan.label}: {best.pct_of_cublas:.1f}% of cuBLAS", flush=True)
+        tuning.set_postfix_str(f"{shape}: {plan.label}, {best.pct_of_cublas:.1f}% of cuBLAS",
+                               refresh=False)
     return pd.DataFrame(rows), pd.concat(every, ignore_index=True)
 
 
-def suite(shapes=None, rounds: int = 3, progress: bool = False, specs=(BookSgemm,)) -> pd.DataFrame:
+def suite(shapes=None, rounds: int = 3, progress: bool = True, specs=(BookSgemm,)) -> pd.DataFrame:
     """``book.sgemm`` (or ``specs``) and cuBLAS on every shape, checked then timed, in ``rounds``
     interleaved rounds; one row per shape and kernel with the median GFLOP/s of the rounds and
     its % of cuBLAS."""
@@ -133,9 +137,12 @@ SUITE_COLUMNS = ["M", "N", "K", "kernel", "label", "gflops", "rel_error", "statu
 def _rounds(specs, shapes, rounds: int, **sweep_args) -> pd.DataFrame:
     """``specs`` on every shape, checked then timed, in ``rounds`` interleaved rounds (sweep's
     arguments as given); one row per shape and kernel: the median GFLOP/s of the rounds, the
-    largest error, and 'ok' only where every round's check was."""
-    runs = pd.concat([sweep(specs, [shape], **sweep_args).assign(round=r)
-                      for r in range(rounds) for shape in shapes])
+    largest error, and 'ok' only where every round's check was. A bar counts the sweeps (none
+    where ``progress`` is False)."""
+    points = [(r, shape) for r in range(rounds) for shape in shapes]
+    runs = pd.concat([sweep(specs, [shape], **sweep_args).assign(round=r) for r, shape in
+                      bar(points, desc="rounds", unit="sweep",
+                          show=sweep_args.get("progress", True))])
     return runs.groupby(["M", "N", "K", "kernel"], sort=False).agg(
         label=("label", "first"), gflops=("gflops", "median"), rel_error=("rel_error", "max"),
         status=("status", lambda s: "ok" if (s == "ok").all() else s[s != "ok"].iloc[0]),
@@ -174,7 +181,7 @@ are timed again for about REGRET_S each (after a new check). On the H100, timing
 for REGRET_S took most of a held-out run of 40 shapes (about 340 s, some 110 candidates a shape)."""
 
 
-def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def heldout(shapes=None, rounds: int = 3, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``book.sgemm`` beside cuBLAS on the held-out shapes and the suite (``suite``: checked, then
     ``rounds`` interleaved rounds, medians), each book.sgemm row with the plan it chose (``plan``)
     and, off the suite, its regret: that plan's time over the fastest candidate's, every candidate
@@ -184,24 +191,27 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
     plan). ``set`` says held-out or suite. Also returns every candidate's measured time beside
     the cost model's (``model_us``, ``measured_us``: the first timing, the same for every
     candidate; ``final_us``: the second, of the finalists; ``chosen`` marks the plan book.sgemm
-    runs), one row per shape and plan."""
+    runs), one row per shape and plan. Bars over the first calls, the suite's rounds and the
+    regrets (the last shape's in the regrets' bar), unless ``progress`` is False."""
     if shapes is None:
         shapes = (heldout_shapes() + SUITE if BACKEND == "gpu"
                   else heldout_shapes(4, top=96) + CPU_SUITE[:2])
     sms = _sms()
     build_all([b for M, N, K in shapes  # every candidate's build, side by side (on many cores)
                for b in builds_for(candidates(M, N, K, sms=sms), M, N)])
-    first = {shape: _first_call_seconds(*shape) for shape in shapes}
+    first = {shape: _first_call_seconds(*shape)
+             for shape in bar(shapes, desc="first calls", unit="shape", show=progress)}
     med = suite(shapes, rounds, progress)
     extra, model = {}, []
     suite_shapes = set(SUITE) | set(CPU_SUITE)
-    for shape in shapes:
+    regrets = bar(shapes, desc="regret", unit="shape", show=progress)
+    for shape in regrets:
         chosen = plan_for(*shape)
         if shape in suite_shapes:  # its plan is the tuning run's best (09_sgemm_candidates)
             extra[shape] = {"plan": chosen.id, "regret_pct": np.nan, "best_plan": ""}
             continue
         plans = {p.id: p for p in candidates(*shape, sms=sms)} | {chosen.id: chosen}
-        ok, best = _regret_times(plans, chosen, shape)
+        ok, best = _regret_times(plans, chosen, shape, progress)
         model += [{"M": shape[0], "N": shape[1], "K": shape[2], "plan": pid,
                    "model_us": 1e6 * model_seconds(plans[pid], *shape, sms),
                    "measured_us": 1e3 * ms, "final_us": 1e3 * best.get(pid, np.nan),
@@ -209,8 +219,7 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
         regret = 100 * (best.get(chosen.id, np.nan) / best.min() - 1) if len(best) else np.nan
         extra[shape] = {"plan": chosen.id, "regret_pct": regret,
                         "best_plan": best.idxmin() if len(best) else "--"}
-        if progress:
-            print(f"{shape}: {chosen.label}, regret {regret:.1f}%", flush=True)
+        regrets.set_postfix_str(f"{shape}: {chosen.label}, regret {regret:.1f}%", refresh=False)
     book = med.kernel == BookSgemm.id
     med["first_call_s"] = [first[s] if b else np.nan for s, b in
                            zip(zip(med.M, med.N, med.K), book)]
@@ -223,19 +232,20 @@ def heldout(shapes=None, rounds: int = 3, progress: bool = False) -> tuple[pd.Da
     return med, pd.DataFrame(model)
 
 
-def _regret_times(plans: dict, chosen, shape) -> tuple[pd.Series, pd.Series]:
+def _regret_times(plans: dict, chosen, shape,
+                  progress: bool = True) -> tuple[pd.Series, pd.Series]:
     """Milliseconds of every candidate that passed its check (``plans`` by id), from a first
     timing of each (QUICK_S, QUICK_REPEATS); and of the finalists, the FINALISTS fastest and
     ``chosen``, timed again (REGRET_S) after a new check (one that fails it is left out of both)."""
     quick = sweep(list(plans.values()), [shape], baseline=False, target_s=QUICK_S, min_repeat=1,
-                  max_repeat=QUICK_REPEATS)
+                  max_repeat=QUICK_REPEATS, progress=progress)
     ok = quick[quick.status == "ok"].set_index("kernel").time_ms
     finalists = list(dict.fromkeys([*ok.nsmallest(FINALISTS).index]
                                    + ([chosen.id] if chosen.id in ok.index else [])))
     if not finalists:
         return ok, ok
     final = sweep([plans[k] for k in finalists], [shape], baseline=False, target_s=REGRET_S,
-                  min_repeat=1).set_index("kernel")
+                  min_repeat=1, progress=progress).set_index("kernel")
     again = final.time_ms[final.status == "ok"] if "time_ms" in final else pd.Series(dtype=float)
     return ok.drop([k for k in finalists if k not in again.index]), again
 
@@ -465,7 +475,7 @@ def main(argv: list[str]) -> int:
     if "--suite" in argv or "--tune" in argv:
         print(results.keep(suite(), SUITE_FILE).to_string())
     if "--heldout" in argv:
-        df, model = heldout(progress=True)
+        df, model = heldout()
         results.keep(model, MODEL_FILE)
         print(results.keep(df, HELDOUT_FILE).to_string())
         if "--suite" not in argv and "--tune" not in argv:  # the suite's rows are its figures
@@ -473,7 +483,7 @@ def main(argv: list[str]) -> int:
         print(heldout_summary(df).round(1).to_string())
     for flag, seed in (("--fresh", FRESH_SEED), ("--third", THIRD_SEED)):  # without the suite
         if flag in argv:
-            df, model = heldout(heldout_shapes(seed=seed), progress=True)
+            df, model = heldout(heldout_shapes(seed=seed))
             results.keep(model, MODEL_FILE + "_" + flag[2:])
             print(results.keep(df, HELDOUT_FILE + "_" + flag[2:]).to_string())
             print(heldout_summary(df).round(1).to_string())

@@ -7,13 +7,15 @@ clock it runs at -- with the command line that records them::
     python -m book.studies.tf32_lab --magnitudes --suite --heldout --parts --power
 
 The 3xTF32 call itself is the library's (``book.blas.tf32x3``; the wgmma kernel's launches live
-in ``book.launch.wgmma``); the tables and figure of these runs are in ``tf32_report``.
+in ``book.launch.wgmma``); the tables and figure of these runs are in ``tf32_report``. The
+long runs show progress bars where bars show (``book.harness.progress``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..harness.check import random_inputs
+from ..harness.progress import bar
 from ..launch.runtime import BACKEND, cupy, load_kernel, to_device, to_host, xp
 from ..launch.wgmma import OPTIONS
 from ..registry import KERNELS, TF32_TOLERANCE, chapter_kernels, device_cc, usable
@@ -89,7 +91,7 @@ def measure(sizes, rounds: int = 3) -> "pd.DataFrame":
     import io
     specs = usable(chapter_kernels(10) + [CublasTF32()], quiet=True)
     runs = []
-    for r in range(rounds):  # a failed check is printed once, in the first round
+    for r in bar(range(rounds), desc="rounds", unit="round"):  # a failed check: printed once
         with contextlib.redirect_stdout(io.StringIO()) if r else contextlib.nullcontext():
             runs.append(sweep(specs, sizes, seed=0).assign(round=r))
     runs = pd.concat(runs)
@@ -165,14 +167,14 @@ def magnitudes(M: int = 2048, N: int = 2048, K: int = 4096) -> "pd.DataFrame":
             BookSgemm.id: lambda a, b: blas.sgemm(a, b),
             "cublas": lambda a, b: xp.matmul(a, b)}
     rows = []
-    for family, scales in MAGNITUDE_FAMILIES.items():
-        for s in scales:
-            a, b = magnitude_inputs(family, s, M, N, K)
-            ref = a.astype(np.float64) @ b.astype(np.float64)
-            A, B = to_device(a), to_device(b)
-            for kernel, run in runs.items():
-                rows.append({"family": family, "scale": s, "M": M, "N": N, "K": K,
-                             "kernel": kernel, "rel_error": relative_error(to_host(run(A, B)), ref)})
+    points = [(family, s) for family, scales in MAGNITUDE_FAMILIES.items() for s in scales]
+    for family, s in bar(points, desc="magnitudes", unit="input"):
+        a, b = magnitude_inputs(family, s, M, N, K)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        A, B = to_device(a), to_device(b)
+        for kernel, run in runs.items():
+            rows.append({"family": family, "scale": s, "M": M, "N": N, "K": K,
+                         "kernel": kernel, "rel_error": relative_error(to_host(run(A, B)), ref)})
     return pd.DataFrame(rows)
 
 
@@ -268,7 +270,7 @@ def tf32x3_parts(shapes=None, rounds: int = 3) -> "pd.DataFrame":
     if KERNELS["tf32x3_wgmma"].why_not_here():
         raise RuntimeError("tf32x3_parts: " + KERNELS["tf32x3_wgmma"].why_not_here())
     rows = []
-    for M, N, K in shapes or PARTS_SHAPES:
+    for M, N, K in bar(shapes or PARTS_SHAPES, desc="parts", unit="shape"):
         A, B, ref, splits, launches = _packed_case(M, N, K)
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
         work = cupy.empty((M, N), dtype=cupy.float32)
@@ -338,7 +340,9 @@ def tf32x3_power(shapes=None, rounds: int = 2, seconds: float = 3.0) -> "pd.Data
     if KERNELS["tf32x3_wgmma"].why_not_here():
         raise RuntimeError("tf32x3_power: " + KERNELS["tf32x3_wgmma"].why_not_here())
     rows, top = [], device_report().get("max_sm_clock_mhz", float("nan"))
-    for M, N, K in shapes or POWER_SHAPES:
+    shapes = shapes or POWER_SHAPES
+    done = bar(total=len(shapes) * rounds, desc="clocks", unit="round")
+    for M, N, K in shapes:
         A, B, ref, _, launches = _packed_case(M, N, K)
         C = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
         calls = {"cublas": lambda: cupy.matmul(A, B, out=C),
@@ -354,8 +358,10 @@ def tf32x3_power(shapes=None, rounds: int = 2, seconds: float = 3.0) -> "pd.Data
             for name, fn in calls.items():
                 rows.append({"M": M, "N": N, "K": K, "kernel": name, "round": r,
                              **clocks_while(fn, seconds), "max_mhz": top, "rel_error": errors[name]})
+            done.update()
         del A, B, ref, C, launches, calls
         cupy.get_default_memory_pool().free_all_blocks()
+    done.close()
     return pd.DataFrame(rows)
 
 
