@@ -71,6 +71,15 @@ def test_a_terminal_shows_a_bar_for_a_slow_loop_only():
     assert (piped.stdout, piped.stderr) == ("done, tqdm imported: False\n", "")  # no terminal
 
 
+def _needs_a_jupyter_kernel():
+    """Skip where no Jupyter kernel can start (a GPU host without the carried wheels)."""
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from jupyter_client.kernelspec import KernelSpecManager
+    if "python3" not in KernelSpecManager().find_kernel_specs():
+        pytest.skip("no python3 Jupyter kernel here")
+
+
 def notebook_with_a_slow_loop():
     import nbformat
     nb = nbformat.v4.new_notebook()
@@ -82,6 +91,7 @@ def test_a_jupyter_kernel_shows_a_bar_and_nbval_s_kernel_none(tmp_path):
     """In a reader's Jupyter the slow loop shows a bar (tqdm's text bar on stderr here, where
     ipywidgets is not installed, and no warning about it); a kernel started under pytest, as
     nbval's and book.harness.execute's are, writes nothing but the cell's own output."""
+    _needs_a_jupyter_kernel()
     from nbclient import NotebookClient
     outputs = {}
     for name, env in (("reader", env_outside_pytest()),
@@ -99,6 +109,8 @@ def test_a_jupyter_kernel_shows_a_bar_and_nbval_s_kernel_none(tmp_path):
 def test_nbval_passes_a_notebook_whose_slow_loop_would_show_a_bar(tmp_path):
     """The stored output holds only the cell's print: pytest --nbval re-executes the cell and
     finds no bar in what it wrote."""
+    _needs_a_jupyter_kernel()
+    pytest.importorskip("nbval")
     import nbformat
     from nbclient import NotebookClient
     nb = notebook_with_a_slow_loop()
