@@ -170,3 +170,18 @@ def test_builds_for_names_every_build_a_first_call_loads(monkeypatch):
     named = S.builds_for(S.first_call_plans(M, N, K, layout), M, N, layout, K)
     missing = [t for t in taken if not all(b in named for b in real(*t).builds())]
     assert not missing, missing
+
+
+def test_a_replay_keeps_no_operand_of_the_call_it_recorded_alive(monkeypatch):
+    """The table of replays holds scratch memory, never the arrays a user passed."""
+    import gc
+    import weakref
+    _force(monkeypatch, S.Plan("64x64", 2))
+    a, b = random_inputs(20, 24, 28, seed=6)
+    A, B = to_device(a), to_device(b)
+    C = S.sgemm(A, B)
+    gone = [weakref.ref(x) for x in (A, B, C)] if BACKEND == "cpu" else []
+    assert replay.TABLE
+    del A, B, C
+    gc.collect()
+    assert all(r() is None for r in gone)

@@ -139,9 +139,12 @@ def _step(fn, grid, block, args: list, shared: int, slots: dict):
     raw = getattr(fn, "ptr", None)
     if raw is None:  # the CPU emulator (or a launch function without a handle): call it
         def call(operands, stream) -> None:
+            given = list(args)
             for i, which in slots.items():
-                args[i] = operands[which]
-            fn(grid, block, tuple(args), shared_mem=shared)
+                given[i] = operands[which]
+            fn(grid, block, tuple(given), shared_mem=shared)
+        for i in slots:  # (the recorded call's operands are not kept alive)
+            args[i] = None
         return call
     import ctypes
 
@@ -161,6 +164,8 @@ def _step(fn, grid, block, args: list, shared: int, slots: dict):
     params = (ctypes.c_void_p * max(len(values), 1))(
         *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
     where = [(values[i], which) for i, which in slots.items()]
+    for i in slots:  # (the recorded call's operands are not kept alive: only their addresses)
+        args[i] = None
     (gx, gy, gz), (bx, by, bz) = ((d + (1, 1))[:3] for d in (grid, block))
     address, launch, keep = ctypes.addressof(params), driver.launchKernel, (args, params, values)
 
