@@ -43,3 +43,15 @@ def test_rounds_reduce_to_medians_and_a_failed_check_stays_failed():
     assert out.loc["torch_tf32", "status"] == "FAILED check" and pd.isna(out.loc["torch_tf32", "time_ms"])
     assert out.loc["cublas", "shape"] == "BERT-base, feed-forward in, 512 tokens"
     assert out.loc["triton_fp32", "library"] == "Triton"
+
+
+def test_the_figure_and_the_ladder_rows_from_each_recorded_gpu():
+    """The chapter's figure passes the book's figure rules for each GPU's recorded results, and
+    the ladder's rows hold cuBLAS and the six alternatives at n = 4096, each checked."""
+    from book.harness import results
+    for gpu in ("nvidia-h100-80gb-hbm3", "nvidia-h200"):
+        df = results.load(alt.FILE, gpu)
+        alt.plot(df)
+        rows = alt.at_ladder_size(df)
+        assert set(rows.kernel) == {a.id for a in alt.ALTERNATIVES} | {"cublas"}
+        assert (rows.rel_error < 1e-2).all()

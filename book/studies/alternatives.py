@@ -36,6 +36,11 @@ SHAPES = {(4096, 4096, 4096): "the ladder's size",
           (2048, 4096, 11008): "Llama-2-7B, feed-forward out, 2048 tokens",
           (16, 4096, 4096): "Llama-2-7B, attention projection, batch of 16 at decode"}
 """(M, N, K) of a token batch times a weight matrix (M tokens), and the ladder's n = 4096."""
+SHORT = {(4096, 4096, 4096): "4096³ (the ladder)", (8192, 8192, 8192): "8192³",
+         (512, 3072, 768): "BERT FFN in", (512, 768, 3072): "BERT FFN out",
+         (2048, 4096, 4096): "Llama attention", (2048, 11008, 4096): "Llama FFN in",
+         (2048, 4096, 11008): "Llama FFN out", (16, 4096, 4096): "Llama decode, 16"}
+"""SHAPES' names on a figure's axis."""
 ROUNDS = 3
 
 
@@ -163,6 +168,56 @@ def recorded_or_live() -> pd.DataFrame:
     df = results.load(FILE)
     print(f"{missing}: the comparison below uses results {df.attrs['source']}.")
     return df
+
+
+PANELS = {"float32 FMAs": ["book_sgemm", "triton_fp32", "torch_fp32"],
+          "tensor cores: 3xTF32 (float32's accuracy), and plain TF32":
+          ["book_tf32x3", "triton_tf32x3", "torch_tf32"]}
+"""The figure's panels: the kernels at float32's accuracy (FFMA, or 3xTF32 on the tensor cores
+in the second panel), beside plain TF32."""
+LOOK = {"the book": ("#17becf", "o"), "Triton": ("#ff7f0e", "s"), "PyTorch": ("#9467bd", "D")}
+
+
+def plot(df: pd.DataFrame):
+    """Each library's time over cuBLAS SGEMM's, shape by shape: float32 FMAs above, the tensor
+    cores below (3xTF32 at float32's accuracy, and PyTorch's one TF32 product)."""
+    import matplotlib.pyplot as plt
+
+    from ..harness.plots import STYLE, check_readable
+    ok = df[df.status == "ok"]
+    shapes = [s for s in SHORT if ((ok.M == s[0]) & (ok.N == s[1]) & (ok.K == s[2])).any()]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 1, figsize=(6.8, 8.8), sharey=True)
+        for ax, (title, kernels) in zip(axes, PANELS.items()):
+            for i, kernel in enumerate(kernels):
+                rows = ok[ok.kernel == kernel].set_index(["M", "N", "K"])
+                x = [rows.x_cublas.get(s, np.nan) for s in shapes]
+                color, marker = LOOK[rows.library.iloc[0]]
+                ax.plot(x, np.arange(len(shapes)) + (i - 1) * 0.22, marker, color=color, ms=7,
+                        label=rows.label.iloc[0])
+            ax.axvline(1, color="k", lw=1.2)
+            ax.set_xscale("log")
+            ticks = [0.5, 0.7, 1, 1.4, 2] if ax is axes[0] else [0.5, 1, 2, 4, 8]
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.minorticks_off()
+            ax.set_xlim((0.45, 2.2) if ax is axes[0] else (0.3, 10))
+            ax.set_yticks(range(len(shapes)), [SHORT[s] for s in shapes], fontsize=11)
+            ax.set_ylim(len(shapes) - 0.5, -0.5)
+            ax.set_title(title, fontsize=12, loc="left")
+            ax.tick_params(axis="x", labelsize=11)
+            ax.legend(loc="upper left", bbox_to_anchor=(0, -0.2),
+                      fontsize=11, ncol=2, handletextpad=0.2, columnspacing=1.0)
+        for ax in axes:
+            ax.set_xlabel(f"x cuBLAS SGEMM (its time / this time), {df.device.iloc[0]}", fontsize=11)
+        fig.tight_layout(h_pad=2.5)
+        plt.close(fig)
+    return check_readable(fig)
+
+
+def at_ladder_size(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows at the ladder's n = 4096: kernel, label, precision, GFLOP/s, x cuBLAS, error."""
+    rows = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096) & (df.status == "ok")]
+    return rows[["kernel", "label", "precision", "gflops", "x_cublas", "rel_error"]].reset_index(drop=True)
 
 
 if __name__ == "__main__":
