@@ -30,19 +30,21 @@ def _operand(x, transposed: bool):
 @pytest.mark.parametrize("kind", PLANS)
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
 def test_a_repeated_call_replays_its_launches_on_the_new_arrays(kind, layout, monkeypatch):
-    """Two calls with the same key: the second is a replay (the table holds the first's
-    launches), and right on new values, out transposed and alpha, beta included."""
+    """Calls with the same key: the first records its launches (or, where it grew a scratch
+    buffer and so cleared the table, the second does), the last is a replay, and every one is
+    right on new values, out transposed and alpha, beta included."""
     _force(monkeypatch, PLANS[kind])
     M, N, K = (7, 6, 41) if kind == "skinny" else (37, 30, 41)
     for out_t in (False, True):
-        for seed in (1, 2):
+        for seed in (1, 2, 3):
             a, b = random_inputs(M, N, K, seed=seed)
             c0 = np.random.default_rng(seed).random((M, N)).astype(np.float32)
             A, B = _operand(a, layout[0] == "t"), _operand(b, layout[1] == "t")
             out = _operand(c0, out_t)
-            before = len(replay.TABLE)
-            S.sgemm(A, B, out=out, alpha=0.5, beta=-2.0)
-            assert len(replay.TABLE) == before + (seed == 1)
+            key = call._key(A, B, out, 0.5, -2.0, "fp32")
+            assert (key in replay.TABLE) == (seed == 3) or seed == 2  # (recorded by the
+            S.sgemm(A, B, out=out, alpha=0.5, beta=-2.0)              # second, at the latest)
+            assert seed == 1 or key in replay.TABLE
             ref = 0.5 * (a.astype(np.float64) @ b) - 2.0 * c0
             assert relative_error(to_host(out), ref) < TOLERANCE, (kind, layout, out_t, seed)
             C = S.sgemm(A, B)
@@ -104,8 +106,8 @@ def test_a_first_call_never_waits_for_more_than_one_build(monkeypatch):
     monkeypatch.setattr(choice, "_PENDING", {})
     gate, compiled, learned = threading.Event(), [], []
     monkeypatch.setattr(choice, "built", lambda builds: False)
-    monkeypatch.setattr(choice, "build_all", lambda builds: (gate.wait(30), compiled.append(builds)))
-    monkeypatch.setattr(choice, "learn", lambda M, N, K, run, layout="nn", lds=None:
+    monkeypatch.setattr(choice, "build_all", lambda builds, **how: (gate.wait(30), compiled.append(builds)))
+    monkeypatch.setattr(choice, "learn", lambda M, N, K, run, layout="nn", lds=None, operands=None:
                         learned.append((M, N, K, layout)) or "timed")
     shape = (300, 200, 100)
     assert choice.settle(*shape, run=None) is None
@@ -133,7 +135,7 @@ def test_tune_chooses_the_plans_of_shapes_now(layout, monkeypatch, tmp_path):
         assert S.tune(shapes, layout) == {s: S.plan_for(*s, layout) for s in shapes}
     ran = []
 
-    def learn(M, N, K, run, layout="nn", lds=None):
+    def learn(M, N, K, run, layout="nn", lds=None, operands=None):
         plan = S.first_call_plans(M, N, K, layout)[0]
         run(plan)
         ran.append((M, N, K))
@@ -145,13 +147,22 @@ def test_tune_chooses_the_plans_of_shapes_now(layout, monkeypatch, tmp_path):
     S.plan_for.cache_clear()
 
 
-def test_builds_for_names_every_build_a_first_call_loads(monkeypatch):
+def _offset(x):
+    """x on this backend, contiguous, starting 4 bytes past a 16-byte boundary (a view's start)."""
+    flat = xp.empty(x.size + 1, dtype=xp.float32)[1:]
+    whole = flat.reshape(x.shape)
+    whole[...] = to_device(x)
+    return whole
+
+
+@pytest.mark.parametrize("layout, shifted", [("tt", False), ("tn", True)])
+def test_builds_for_names_every_build_a_first_call_loads(layout, shifted, monkeypatch):
     """What settle compiles in the background (``builds_for``) is what the timing of the first
     call's plans then loads: each entry a run takes (spied), as a GPU builds it (one entry per
     build, its ROW_ALIGN), is among the builds named -- packed copies of B with rows rounded up
     to 4 floats and stream-K's _ld entries included."""
     from book.blas import kernels
-    (M, N, K), layout = (37, 30, 41), "tt"  # (tiles, stream-K, packed, N not a multiple of 4)
+    M, N, K = 37, 30, 41  # (tiles, stream-K, packed, B padded; N not a multiple of 4)
     taken, real = set(), kernels._entry
 
     def spy(config, entry, layout="nn", align=4):
@@ -160,14 +171,19 @@ def test_builds_for_names_every_build_a_first_call_loads(monkeypatch):
     monkeypatch.setattr(kernels, "_entry", spy)
     kernels._kernel.cache_clear()
     a, b = random_inputs(M, N, K, seed=2)
-    A = to_device(np.ascontiguousarray(a.T)) if layout[0] == "t" else to_device(a)
-    B = to_device(np.ascontiguousarray(b.T)) if layout[1] == "t" else to_device(b)
+    move = _offset if shifted else to_device  # (operands off 16 bytes: another ROW_ALIGN)
+    A = move(np.ascontiguousarray(a.T)) if layout[0] == "t" else move(a)
+    B = move(np.ascontiguousarray(b.T)) if layout[1] == "t" else move(b)
     C = xp.empty((M, N), xp.float32)
     for plan in S.first_call_plans(M, N, K, layout):
         plan.run(A, B, C, M, N, K, A.shape[1], B.shape[1], N)
     kernels._kernel.cache_clear()
-    monkeypatch.setattr(kernels, "BACKEND", "gpu")  # (the builds as a GPU makes them)
-    named = S.builds_for(S.first_call_plans(M, N, K, layout), M, N, layout, K)
+    monkeypatch.setattr(kernels, "_address", kernels._address)  # (these arrays' addresses,
+    if BACKEND == "cpu":                                          # the builds as a GPU makes them)
+        monkeypatch.setattr(kernels, "_address", lambda x: x.ctypes.data)
+    monkeypatch.setattr(kernels, "BACKEND", "gpu")
+    named = S.builds_for(S.first_call_plans(M, N, K, layout), M, N, layout, K, A.shape[1],
+                         B.shape[1], A, B)
     missing = [t for t in taken if not all(b in named for b in real(*t).builds())]
     assert not missing, missing
 
@@ -178,10 +194,35 @@ def test_a_replay_keeps_no_operand_of_the_call_it_recorded_alive(monkeypatch):
     import weakref
     _force(monkeypatch, S.Plan("64x64", 2))
     a, b = random_inputs(20, 24, 28, seed=6)
-    A, B = to_device(a), to_device(b)
-    C = S.sgemm(A, B)
+    for _ in range(2):  # (a call that grew scratch memory cleared the table: the next records)
+        A, B = to_device(a), to_device(b)
+        C = S.sgemm(A, B)
+        if replay.TABLE:
+            break
     gone = [weakref.ref(x) for x in (A, B, C)] if BACKEND == "cpu" else []
     assert replay.TABLE
     del A, B, C
     gc.collect()
     assert all(r() is None for r in gone)
+
+
+def test_a_switch_that_changes_the_plan_or_new_scratch_memory_forgets_replays(monkeypatch):
+    """BOOK_ASSUME_CC (an older GPU previewed: the fallback plan) and BOOK_SGEMM_LEARN are part
+    of a call's key; a scratch buffer replaced by a larger one clears the table (its replays held
+    the old one); a replay recorded across another thread's clear is not kept."""
+    _force(monkeypatch, S.Plan("64x64", 2))
+    streams.release()  # (scratch memory as a new program has it: none)
+    a, b = random_inputs(20, 20, 20, seed=8)
+    A, B = to_device(a), to_device(b)
+    S.sgemm(A, B)
+    assert len(replay.TABLE) == 1
+    monkeypatch.setenv("BOOK_ASSUME_CC", "7.5")
+    assert call._key(A, B, None, 1.0, 0.0, "fp32") not in replay.TABLE
+    monkeypatch.delenv("BOOK_ASSUME_CC")
+    a, b = random_inputs(200, 220, 240, seed=9)  # (split-K's slices: a larger workspace)
+    S.sgemm(to_device(a), to_device(b))
+    assert all(k[0] != (20, 20) for k in replay.TABLE)
+    since = replay.generation()
+    replay.clear()
+    replay.keep("key", lambda *args: None, since)
+    assert "key" not in replay.TABLE

@@ -6,6 +6,7 @@ shape and layout (``choice.plan_for``; a first call on a GPU times the model's b
 """
 from __future__ import annotations
 
+from os import environ as _environ
 from threading import get_ident
 
 from ..launch import replay
@@ -63,17 +64,19 @@ _SCALARS = (int, float)
 
 def _key(A, B, out, alpha, beta, precision) -> tuple:
     """What a call's launches depend on besides its operands' addresses: their shapes, strides,
-    types and addresses mod 16 (the builds for rows that start off 16 bytes), alpha and beta,
-    and the (stream, device, thread) whose scratch memory they use."""
+    types and addresses mod 16 (the builds for rows that start off 16 bytes), alpha, beta and
+    the precision, the switches that change a plan (BOOK_ASSUME_CC, BOOK_SGEMM_LEARN), and the
+    (stream, device, thread) whose scratch memory they use."""
+    env = (_environ.get("BOOK_ASSUME_CC"), _environ.get("BOOK_SGEMM_LEARN"))
     if BACKEND == "gpu":
         return (A.shape, A.strides, A.dtype, A.data.ptr & 15, B.shape, B.strides, B.dtype,
                 B.data.ptr & 15, None if out is None else
                 (out.shape, out.strides, out.dtype, out.data.ptr & 15), alpha, beta, precision,
-                xp.cuda.get_current_stream().ptr, xp.cuda.runtime.getDevice(), get_ident())
+                env, xp.cuda.get_current_stream().ptr, xp.cuda.runtime.getDevice(), get_ident())
     return (A.shape, A.strides, A.dtype, A.ctypes.data & 15, B.shape, B.strides, B.dtype,
             B.ctypes.data & 15, None if out is None else
             (out.shape, out.strides, out.dtype, out.ctypes.data & 15), alpha, beta, precision,
-            0, 0, get_ident())
+            env, 0, 0, get_ident())
 
 
 def _replay_fp32(run, flips: tuple):
@@ -114,10 +117,11 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
     elif out.shape != (M, N):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
     if precision == "tf32x3":
+        since = replay.generation()
         _tf32x3(A, B, out, alpha, beta)
         again = None if key is None else _tf32x3_replay(A, B, out, alpha, beta)
         if again is not None:
-            replay.keep(key, again)
+            replay.keep(key, again, since)
         return out
     (a, ta, lda), (b, tb, ldb) = _operand(A, "A"), _operand(B, "B")
     c, tc, ldc = _operand(out, "out")
@@ -125,6 +129,7 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
     if tc:  # out stores C's columns as rows: compute C^T = B^T A^T into them
         (a, ta, lda), (b, tb, ldb), M, N = (b, not tb, ldb), (a, not ta, lda), N, M
     layout = "tn"[not ta] + "tn"[not tb]
+    since = replay.generation()  # (a plan changed by another thread meanwhile: not kept)
     plan = plan_for(M, N, K, layout)
     if plan.config == FALLBACK:
         _fallback(plan, A, B, out, alpha, beta)
@@ -132,7 +137,7 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
     if not _known(M, N, K, layout) and learning():
         scratch = _workspace(M * N, slot=2).reshape(M, N)
         plan = settle(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout,
-                      (lda, ldb)) or plan
+                      (lda, ldb), (a, b)) or plan
     plan = in_layout(plan, layout)
     if plan is None:
         raise LaunchError(f"sgemm: the plan for {M} x {N} x {K} cannot read layout {layout!r}")
@@ -146,7 +151,7 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
             plan.run(a, b, c, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)
         run = rec.replay()
         if run is not None:
-            replay.keep(key, _replay_fp32(run, flips))
+            replay.keep(key, _replay_fp32(run, flips), since)
     if wc is not c:
         c[...] = wc[:, :c.shape[1]]
     return out

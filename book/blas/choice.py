@@ -11,6 +11,7 @@ thread, timing them on a later call of the shape. ``tune(shapes)`` chooses now, 
 """
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -144,7 +145,8 @@ def first_call_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132)
     return plans + [p for p in order if isinstance(p, Packed) and p not in plans][:FIRST_PACKED]
 
 
-def learn(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, None)):
+def learn(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, None),
+          operands: tuple = (None, None)):
     """The first call of a shape on a GPU: time the model's FIRST_CALL best plans (FIRST_CALL_SMALL
     for a small shape) with
     ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
@@ -152,11 +154,17 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, N
     each, once per GPU: the book keeps them on disk) and a few runs of each."""
     from ..harness.measure import held_event_seconds
     plans = first_call_plans(M, N, K, layout, _sms())
-    build_all(builds_for(plans, M, N, layout, K, *lds))
-    seconds = {}
+    build_all(builds_for(plans, M, N, layout, K, *lds, *operands))
+    seconds, failed = {}, []
     for plan in plans:
-        run(plan)  # warm-up (and its first launch)
+        try:
+            run(plan)  # warm-up (and its first launch)
+        except Exception as exc:  # noqa: BLE001 -- a candidate that does not load is not chosen
+            failed.append(exc)
+            continue
         seconds[plan] = float(np.median(held_event_seconds(lambda: run(plan), repeats=3)))
+    if not seconds:
+        raise failed[0]
     best = min(seconds, key=seconds.get)
     _learned()[(M, N, K, layout)] = best
     plan_for.cache_clear()
@@ -171,7 +179,11 @@ _PENDING: dict = {}
 """{(M, N, K, layout): the background thread compiling the builds its first call would time}."""
 
 
-def settle(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, None)):
+_LOCK = threading.Lock()
+
+
+def settle(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, None),
+           operands: tuple = (None, None)):
     """What a call of a shape not yet known does on a GPU (``learn``'s timing, never a wait for
     the compiler): where the builds of the plans a first call times (``first_call_plans``) are
     all compiled (loaded, or their cubins in the book's cache), it times them now and returns
@@ -179,24 +191,31 @@ def settle(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, 
     Where some are not, it starts compiling those in a background thread and returns None: the
     call runs the model's best (compiling that one build alone, if it must), and the first call
     of the shape after the background builds end times them. ``tune`` does it all at once.
-    ``lds``: the rows of A and B, floats apart (default: contiguous)."""
+    ``lds``: the rows of A and B, floats apart (default: contiguous); ``operands``: A and B as
+    the plans read them (their addresses choose builds). The background builds run on daemon
+    threads: the interpreter's exit does not wait for them."""
     key = (M, N, K, layout)
-    pending = _PENDING.get(key)
-    if pending is not None and pending.is_alive():
-        return None
-    if pending is None:
-        plans = first_call_plans(M, N, K, layout, _sms())
-        builds = builds_for(plans, M, N, layout, K, *lds)
-        if not built(builds):
-            best = builds_for(plans[:1], M, N, layout, K, *lds)  # (the call compiles this one)
-            import threading
-            thread = _PENDING[key] = threading.Thread(
-                target=build_all, args=([b for b in builds if b not in best],), daemon=True,
-                name=f"book.sgemm builds for {M} x {N} x {K} {layout}")
-            thread.start()
+    with _LOCK:
+        pending = _PENDING.get(key)
+        if pending is not None and pending.is_alive():
             return None
-    _PENDING.pop(key, None)
-    return learn(M, N, K, run, layout, lds)
+        if pending is None:
+            plans = first_call_plans(M, N, K, layout, _sms())
+            builds = builds_for(plans, M, N, layout, K, *lds, *operands)
+            if not built(builds):
+                best = builds_for(plans[:1], M, N, layout, K, *lds, *operands)  # (this call's)
+                thread = _PENDING[key] = threading.Thread(
+                    target=build_all, args=([b for b in builds if b not in best],),
+                    kwargs={"device": _device(), "behind": True}, daemon=True,
+                    name=f"book.sgemm builds for {M} x {N} x {K} {layout}")
+                thread.start()
+                return None
+        _PENDING.pop(key, None)
+    return learn(M, N, K, run, layout, lds, operands)
+
+
+def _device() -> int:
+    return xp.cuda.Device().id if BACKEND == "gpu" else 0
 
 
 def tune(shapes, layout: str = "nn") -> dict:

@@ -112,7 +112,7 @@ class Plan:
                    else ("matmul_splitk",) if self.splits > 1 else ("matmul_async",))
         if self.pad_b or self.layout != "nn" or not contiguous:  # rows of other lengths: _ld
             entries = tuple(e if e == "streamk_fixup" else e + "_ld" for e in entries)
-        align = 4 if self.pad_b else align
+        align = 4 if self.pad_b and self.layout[0] == "n" else align  # (B padded: aligned)
         return ([b for e in entries for b in _entry(self.config, e, self.layout, align).builds()]
                 + ([("09_splitk.cu", {}, ())] if self.splits > 1 else [])
                 + ([("09_transpose.cu", {}, ())] if self.pad_b else []))
@@ -422,25 +422,28 @@ def _launches(plan: Plan, M: int, N: int, K: int, lda: int, ldb: int, ldc: int,
 
 
 def builds_for(plans, M: int, N: int, layout: str = "nn", K: int | None = None,
-               lda: int | None = None, ldb: int | None = None) -> list:
+               lda: int | None = None, ldb: int | None = None, A=None, B=None) -> list:
     """The compiles ``plans`` need at a shape with operands in ``layout`` whose rows are ``lda``
     and ``ldb`` floats apart (default: contiguous; a transposed A's rows are M long), for
     ``runtime.build_all`` to make side by side before the first launch: the ROW_ALIGN build each
-    takes, its ``_ld`` entries where rows are not K and N long (a packed B's rows are N rounded
-    up to 4 floats)."""
+    takes (from the addresses of ``A`` and ``B`` where given: a view may start off 16 bytes), its
+    ``_ld`` entries where rows are not K and N long (a packed B's rows are N rounded up to 4
+    floats; a padded B's, too)."""
     lda = lda or (M if layout[0] == "t" else K)
     ldb = ldb or (K if layout[1] == "t" else N)
-    align = _row_align(layout, lda or 4, ldb)
+    align = _row_align(layout, lda or 4, ldb, A, B)
+    padded = _row_align(layout, lda or 4, 4 * ceil_div(N, 4), A)  # (B copied into aligned rows)
     found = []
     for p in plans:
         if isinstance(p, Packed):
             la = K if layout[0] == "t" else lda  # (the transposed operands' packed copies)
             lb = 4 * ceil_div(N, 4) if layout[1] == "t" else ldb
-            inner = (p.plan.builds(_row_align("nn", la or 4, lb), (la, lb) == (K, N))
+            kept_b = B if layout[1] == "n" else None  # (a B read as it is: its own address)
+            inner = (p.plan.builds(_row_align("nn", la or 4, lb, None, kept_b), (la, lb) == (K, N))
                      if isinstance(p.plan, Plan) else p.plan.builds())
             found += inner + [("09_transpose.cu", {}, ())]
         elif isinstance(p, Plan):
-            found += p.builds(align, layout == "nn" and (lda, ldb) == (K, N))
+            found += p.builds(padded if p.pad_b else align, layout == "nn" and (lda, ldb) == (K, N))
         else:
             found += p.builds()
     return [b for i, b in enumerate(found) if b not in found[:i]]

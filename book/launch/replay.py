@@ -27,22 +27,36 @@ import numpy as np
 _HERE = threading.local()
 
 LIMIT = 256
-"""Replays kept (``TABLE``, least recently used dropped first)."""
+"""Replays kept (``TABLE``, the oldest recorded dropped first)."""
 TABLE: OrderedDict = OrderedDict()
 """{a call's key: its replay}, filled by the library's calls (``book.sgemm``)."""
+_LOCK = threading.Lock()
+_GENERATION = [0]
 
 
-def keep(key, run) -> None:
-    """Remember ``run`` (``Recording.replay``) as the replay of calls with ``key``."""
-    TABLE[key] = run
-    while len(TABLE) > LIMIT:
-        TABLE.popitem(last=False)
+def generation() -> int:
+    """A count of ``clear``s: a call reads it before it chooses its plan, and ``keep`` drops
+    a replay recorded across a clear (another thread's plan change)."""
+    return _GENERATION[0]
+
+
+def keep(key, run, since: int | None = None) -> None:
+    """Remember ``run`` (``Recording.replay``) as the replay of calls with ``key``, unless the
+    table was cleared since ``generation()`` gave ``since``."""
+    with _LOCK:
+        if since is not None and since != _GENERATION[0]:
+            return
+        TABLE[key] = run
+        while len(TABLE) > LIMIT:
+            TABLE.popitem(last=False)
 
 
 def clear() -> None:
     """Forget every replay: where a call's plan may have changed (a tuning table set, a shape's
-    plan learned) or its scratch memory released (``streams.release``)."""
-    TABLE.clear()
+    plan learned) or the scratch memory it uses was replaced or released (``streams``)."""
+    with _LOCK:
+        TABLE.clear()
+        _GENERATION[0] += 1
 
 
 class Recording:

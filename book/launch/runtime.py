@@ -291,6 +291,7 @@ class _NoFlushModule:
     def __init__(self, text: str, options: tuple[str, ...], filename: str, names: tuple[str, ...] = ()):
         self.text, self.options, self.filename = text, tuple(options) + ("-ftz=false",), filename
         self.names, self.mapping, self._raw = tuple(names), {}, None
+        self._lock = threading.Lock()
 
     def _paths(self) -> tuple[Path, Path]:
         """The cubin on disk and its notes ({"mapping": lowered names, "log": NVRTC's log})."""
@@ -307,6 +308,10 @@ class _NoFlushModule:
         return self._raw is not None or all(p.exists() for p in self._paths())
 
     def compile(self):
+        with self._lock:  # (two threads, the caller's and a background build's: one compile)
+            return self._compile()
+
+    def _compile(self):
         if self._raw is None:
             import io
             import json
@@ -672,7 +677,8 @@ def built(builds) -> bool:
                for source, defines, options in builds)
 
 
-def build_all(builds, workers: int | None = None) -> int:
+def build_all(builds, workers: int | None = None, device: int | None = None,
+              behind: bool = False) -> int:
     """Compile many builds at once on the GPU, one thread each (NVRTC builds are independent and
     CuPy's compile runs outside Python's lock); returns how many compiled.
 
@@ -681,13 +687,16 @@ def build_all(builds, workers: int | None = None) -> int:
     next process). A build that fails is left for that load to report, with its own message.
     ``sweep`` and ``check_kernels`` call it with every kernel they are given, so a chapter's
     first run compiles its kernels side by side instead of one after the other. On the CPU
-    backend nothing is built ahead (the emulator caches its libraries on disk).
+    backend nothing is built ahead (the emulator caches its libraries on disk). ``device``: the
+    GPU to build for (default: the calling thread's). ``behind``: on daemon threads of its own,
+    which the interpreter does not wait for at exit (a background build, ``blas.choice.settle``:
+    a cubin is written whole or not at all).
     """
     if BACKEND != "gpu":
         return 0
     from concurrent.futures import ThreadPoolExecutor
 
-    device = cupy.cuda.Device().id
+    device = cupy.cuda.Device().id if device is None else device
 
     def build(job) -> bool:
         try:
@@ -701,7 +710,27 @@ def build_all(builds, workers: int | None = None) -> int:
     jobs = {}  # each build once: two threads would compile the same module twice
     for source, defines, options in builds:
         jobs.setdefault(_build_key(source, defines, tuple(options))[2], (source, defines, options))
-    with ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 1)) as pool:
+    workers = workers or min(32, os.cpu_count() or 1)
+    if behind:
+        import queue
+        todo, done = queue.SimpleQueue(), []
+        for job in jobs.values():
+            todo.put(job)
+
+        def worker() -> None:
+            while True:
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                done.append(build(job))
+        threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(jobs)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(done)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         return sum(pool.map(build, jobs.values()))
 
 

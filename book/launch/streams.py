@@ -46,6 +46,7 @@ def here() -> dict:
             entry = _SETS[key] = {"_stream": stream}
             while len(_SETS) > LIMIT:
                 _SETS.popitem(last=False)
+                replay.clear()  # (replays hold that set's memory: let it go)
         else:
             _SETS.move_to_end(key)
     return entry
@@ -66,6 +67,8 @@ def buffer(name, size: int, dtype=None, zeros: bool = False):
     got = entry.get(name)
     if got is None or got.size < size:
         dtype = dtype or xp.float32
+        if got is not None:
+            replay.clear()  # (replays hold the buffer replaced: let it go)
         got = entry[name] = (xp.zeros(max(size, 1024), dtype=dtype) if zeros
                              else xp.empty(size, dtype=dtype))
     got = got if zeros else got[:size]
