@@ -136,6 +136,21 @@ def test_second_load_is_the_same_kernel():
         load_kernel("04_tiled.cu", "matmul_tiled", {"TILE": 8})
 
 
+def test_a_define_equal_to_the_sources_default_is_the_same_build():
+    """-DTILE=16 where 04_tiled.cu has #ifndef TILE, #define TILE 16: the build without it (one
+    compile, one cache entry: chapter 10's variants name their defaults, other loads do not);
+    another value is another build. A default named before its #ifndef (08_async.cu's PADB, which
+    warptile.cuh defaults), or inside another conditional, is none."""
+    from book.launch.cuda_source import default_defines
+    plain = load_kernel("04_tiled.cu", "matmul_tiled")
+    assert load_kernel("04_tiled.cu", "matmul_tiled", {"TILE": 16}) is plain
+    assert load_kernel("04_tiled.cu", "matmul_tiled", {"TILE": 8}).module is not plain.module
+    text = ("#ifndef A\n#define A 1\n#endif\n#if B\n#ifndef C\n#define C 2\n#endif\n#endif\n"
+            "int x = D;\n#ifndef D\n#define D 3\n#endif\n#ifndef GUARD\n#define GUARD\n"
+            "#ifndef E\n#define E (4 + 1)  // five\n#endif\n#endif\n")
+    assert default_defines(text) == {"A": "1", "E": "(4 + 1)"}
+
+
 @pytest.mark.skipif(BACKEND != "cpu", reason="the CPU backend's own disk cache")
 def test_cpu_cache_hit_does_not_recompile(tmp_path, monkeypatch):
     from book.launch import emulator, runtime

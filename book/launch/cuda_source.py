@@ -254,6 +254,38 @@ def strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*", "", text)
 
 
+
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*(\w*)[ \t]*(.*?)[ \t]*$")
+
+
+@functools.lru_cache(maxsize=256)
+def default_defines(text: str) -> dict[str, str]:
+    """The macros that ``text`` (from read_source) gives a default: ``#ifndef X``, ``#define X
+    value``, ``#endif``, inside no other conditional (include guards aside), X named nowhere
+    before. A build with -DX=value is then the same build as one without it: load_kernel drops
+    such defines, so that both share one compile and one cache entry (chapter 10's variants
+    name their defaults, the tests and notebooks' loads of the same kernels do not)."""
+    lines = strip_comments(text).splitlines()
+    found: dict[str, str] = {}
+    guards: list[bool] = []  # the open conditionals: an include guard or not
+    before = ""              # the code before the current line
+    for i, line in enumerate(lines):
+        m = _DIRECTIVE.match(line)
+        if m and m.group(1) in ("if", "ifdef", "ifndef"):
+            name = m.group(2)
+            nxt = _DIRECTIVE.match(lines[i + 1]) if i + 1 < len(lines) else None
+            fresh = (m.group(1) == "ifndef" and nxt is not None and nxt.group(1) == "define"
+                     and nxt.group(2) == name and not re.search(rf"\b{name}\b", before))
+            end = _DIRECTIVE.match(lines[i + 2]) if i + 2 < len(lines) else None
+            if fresh and nxt.group(3) and not any(not g for g in guards) and end \
+                    and end.group(1) == "endif":
+                found[name] = nxt.group(3)
+            guards.append(bool(fresh and not nxt.group(3)))
+        elif m and m.group(1) == "endif" and guards:
+            guards.pop()
+        before += line + "\n"
+    return found
+
 # ---- kernel signatures, and the variables set from Python -------------------------------------
 
 _MASKED = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|'

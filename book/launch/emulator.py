@@ -6,12 +6,17 @@ every kernel in the file (``cuda_emu_sizes_<kernel>``: its parameters' sizes), a
 ``cuda_emu_symbol_<variable>`` (its address) for every ``__constant__`` / ``__device__``
 variable; libraries are cached on disk by a hash of everything that goes into them (source
 text, defines, header, compiler and flags), so a second run does not recompile. The compiler's
-warnings about the source's own lines are kept beside the library and shown at every load.
+warnings about the source's own lines are kept beside the library and shown at every load. The
+header is precompiled once per header text and flags (:func:`precompiled_header`, g++ only),
+and the compiler's probe kept in the cache: a build reads no header and probes nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -81,28 +86,117 @@ def _candidates() -> list[list[str]]:
 
 @lru_cache(maxsize=None)
 def compiler() -> tuple[tuple[str, ...], str]:
-    """(command, version line) of the first C++ compiler that builds the probe program."""
+    """(command, version line) of the first C++ compiler that builds the probe program. The answer
+    is kept in the cache (``compiler-<hash of the candidates>.json``), and reused while that
+    compiler's version line stays the same: each process asks, and the probe's build costs half
+    a second (remove the file to probe again)."""
+    candidates = _candidates()
+    digest = hashlib.sha256(json.dumps(candidates).encode()).hexdigest()[:16]
+    stored = cache_dir() / f"compiler-{digest}.json"
+    try:
+        known = json.loads(stored.read_text())
+        if known["candidates"] == candidates and _version_line(known["cmd"]) == known["version"]:
+            return tuple(known["cmd"]), known["version"]
+    except (OSError, ValueError, KeyError, TypeError, subprocess.TimeoutExpired):
+        pass
+    cmd, version = _probe(candidates)
+    tmp = stored.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"candidates": candidates, "cmd": list(cmd), "version": version}))
+    os.replace(tmp, stored)
+    return cmd, version
+
+
+def _version_line(cmd: list[str]) -> str | None:
+    """The first line of ``cmd --version`` (a wrapper's name as the compiler's), or None."""
+    version = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=120)
+    if version.returncode != 0:
+        return None
+    line = (version.stdout.strip().splitlines() or ["?"])[0]
+    return re.sub(r"^(\S+?)-real\b", r"\1", line)
+
+
+def _probe(candidates: list[list[str]]) -> tuple[tuple[str, ...], str]:
     tried = []
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "probe.cpp"
         src.write_text(_PROBE)
-        for cmd in _candidates():
+        for cmd in candidates:
             try:
-                version = subprocess.run([*cmd, "--version"], capture_output=True, text=True,
-                                         timeout=120)
+                line = _version_line(cmd)
                 build = subprocess.run([*cmd, "-std=c++20", "-pthread", str(src), "-o",
                                         str(Path(tmp) / "probe")], capture_output=True,
                                        text=True, timeout=300)
             except (OSError, subprocess.TimeoutExpired) as exc:
                 tried.append(f"{' '.join(cmd)}: {exc}")
                 continue
-            if version.returncode == 0 and build.returncode == 0:
-                line = (version.stdout.strip().splitlines() or ["?"])[0]
-                return tuple(cmd), re.sub(r"^(\S+?)-real\b", r"\1", line)  # a wrapper's name
-            tried.append(f"{' '.join(cmd)}: {(build.stderr or version.stderr).strip()[:300]}")
+            if line is not None and build.returncode == 0:
+                return tuple(cmd), line
+            tried.append(f"{' '.join(cmd)}: {build.stderr.strip()[:300] or 'no --version'}")
     raise CompilerNotFound("no C++20 compiler with <atomic>, <thread> and ucontext found for the "
                            "CPU backend. Install g++ or `pip install -r requirements.txt` (ziglang)."
                            "\nTried:\n  " + "\n  ".join(tried))
+
+
+def base_flags(check: bool) -> tuple[str, ...]:
+    """The compiler's options for every build of a kernel source, before its -D defines (the
+    check mode's builds define CUDA_EMU_CHECK)."""
+    return (*FLAGS, *WARNINGS, f"-I{HEADER.parent}", *(("-DCUDA_EMU_CHECK=1",) * check))
+
+
+def precompiled_header(base: tuple[str, ...]) -> tuple[str, ...]:
+    """``-I`` of a folder in the cache holding cuda_emu.h precompiled with the flags ``base``
+    (g++'s ``cuda_emu.h.gch``, which g++ takes in place of the header where a unit is built with
+    the same flags): reading the header's C++ library and parts took about a second of every
+    build, half of a small kernel's. Built once per header text, compiler and flags, by one
+    process while the others wait; () for clang (zig) or where BOOK_EMU_PCH=0. A unit whose
+    -D defines clash with the header's names does not use it: g++ then reads the header itself,
+    with the same result. A new one removes all but the PCH_KEPT newest (75 MB each)."""
+    cmd, version = compiler()
+    if os.environ.get("BOOK_EMU_PCH", "1") == "0" or "clang" in version.lower():
+        return ()
+    key = hashlib.sha256("\0".join([header_text(), " ".join(cmd), version, *base]).encode()
+                         ).hexdigest()[:32]
+    folder = cache_dir() / f"pch-{key}"
+    gch = folder / "cuda_emu.h.gch"
+    if not gch.exists():
+        folder.mkdir(exist_ok=True)
+        with open(folder / "lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+            except OSError:  # a file system without locks: at worst two processes build it
+                pass
+            if not gch.exists() and not (folder / "failed.log").exists():
+                tmp = folder / f"cuda_emu.h.{os.getpid()}.tmp"
+                proc = subprocess.run([*cmd, *(a for a in base if a != "-shared"), "-x",
+                                       "c++-header", str(HEADER), "-o", str(tmp)],
+                                      capture_output=True, text=True)
+                if proc.returncode == 0:
+                    os.replace(tmp, gch)
+                    _prune_precompiled()
+                else:  # (never seen) the units then read the header themselves
+                    tmp.unlink(missing_ok=True)
+                    (folder / "failed.log").write_text(proc.stderr)
+    elif folder not in _used:
+        _used.add(folder)
+        with contextlib.suppress(OSError):  # (its age for _prune_precompiled: its last use)
+            os.utime(folder)
+    return (f"-I{folder}",) if gch.exists() else ()
+
+
+PCH_KEPT = 6
+_used: set[Path] = set()
+
+
+def _prune_precompiled() -> None:
+    """Removes all but the PCH_KEPT most recently used precompiled headers (each header edit
+    and flag set makes one). A build that has already chosen a removed one reads the header."""
+    def age(folder: Path) -> float:
+        try:
+            return -folder.stat().st_mtime
+        except OSError:  # (removed by another process meanwhile)
+            return 0.0
+    for old in sorted(cache_dir().glob("pch-*"), key=age)[PCH_KEPT:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 _SIZES = """template <class... P>
@@ -122,8 +216,7 @@ def export_id(name: str) -> str:
     return re.sub(r"\W+", "_", name).strip("_") + "_" + digest
 
 
-def _wrapper(text: str, kernels: dict[str, str], variables: dict[str, str] | None = None,
-             check: bool = False) -> str:
+def _wrapper(text: str, kernels: dict[str, str], variables: dict[str, str] | None = None) -> str:
     """The unit the compiler builds: the emulated source, then for each kernel (export id ->
     its C++ name: ``::k``, ``::k<128, float>``) its launch and the sizes of its parameters, and
     for each variable its address and size."""
@@ -141,8 +234,7 @@ def _wrapper(text: str, kernels: dict[str, str], variables: dict[str, str] | Non
     for v, var in (variables or {}).items():
         exports += [f'extern "C" void* cuda_emu_symbol_{v}() {{ return (void*)&{var}; }}',
                     f'extern "C" std::size_t cuda_emu_symbol_size_{v}() {{ return sizeof({var}); }}']
-    mode = "#define CUDA_EMU_CHECK 1\n" if check else ""  # the check mode's extra checks
-    return (f'{mode}#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n'
+    return (f'#include "cuda_emu.h"\n{emulate_source(text)}\n#line 1 "<cuda_emu exports>"\n'
             + "\n".join(exports) + "\n")
 
 
@@ -184,9 +276,11 @@ class CompileError(RuntimeError):
 _lock = threading.Lock()
 
 
-def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp") -> Path:
+def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp",
+                  first: tuple[str, ...] = ()) -> Path:
     """Compile ``unit`` into a shared library in the cache (once per content hash); its path.
-    The compiler's warnings, if any, are kept beside it (``<library>.log``)."""
+    The compiler's warnings, if any, are kept beside it (``<library>.log``). ``first``: options
+    before ``args`` that do not change the library (a precompiled header's folder)."""
     cmd, version = compiler()
     key = hashlib.sha256("\0".join([unit, header_text(), " ".join(cmd), version,
                                     *args]).encode()).hexdigest()[:32]
@@ -198,7 +292,7 @@ def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp") -
             src = Path(tmp) / (stem + suffix)
             src.write_text(unit)
             out = Path(tmp) / lib.name
-            proc = subprocess.run([*cmd, *args, str(src), "-o", str(out)],
+            proc = subprocess.run([*cmd, *first, *args, str(src), "-o", str(out)],
                                   capture_output=True, text=True)
             COMPILES["count"] += 1
             if proc.returncode != 0:
@@ -221,15 +315,16 @@ class CpuModule:
 
     def __init__(self, text: str, filename: str, kernels: dict[str, str], variables: list[str],
                  defines: dict[str, str]):
-        args = [*FLAGS, *WARNINGS, f"-I{HEADER.parent}", *(f"-D{k}={v}" for k, v in defines.items())]
         self.check = checking()
+        base = base_flags(self.check)
+        args = [*base, *(f"-D{k}={v}" for k, v in defines.items())]
         stem = Path(filename).stem + ("-check" if self.check else "")
         self.exports = {name: export_id(name) for name in kernels}
         self.variables = {name: export_id(name) for name in variables}
         unit = _wrapper(text, {self.exports[n]: fn for n, fn in kernels.items()},
-                        {self.variables[v]: "::" + v for v in variables}, self.check)
+                        {self.variables[v]: "::" + v for v in variables})
         try:
-            self.path = build_library(unit, stem, args)
+            self.path = build_library(unit, stem, args, first=precompiled_header(base))
         except CompileError as exc:
             raise CompileError(f"{exc}{missing_builtin_hint(str(exc))}") from None
         log = self.path.with_suffix(".log")

@@ -578,12 +578,13 @@ _lock = threading.Lock()
 
 def _build_key(source: str | Path, defines: dict | None, options,
                instance: str | None = None) -> tuple[Path, dict, tuple, str]:
-    """One build's source path, its defines as strings, the key of its module and its text.
-    The key holds a hash of the text with its #include files expanded: a header edited since the
-    last load makes a new build in this process too."""
+    """One build's source path, its defines as strings (not those equal to the source's own
+    defaults), the key of its module and its text. The key holds a hash of the expanded text: a
+    header edited since the last load makes a new build in this process too."""
     path = cuda_source.resolve(source)
-    defines = {str(k): str(v) for k, v in (defines or {}).items()}
     text, digest = _expanded(path)
+    defaults = cuda_source.default_defines(text)  # -DX=X's default: the build without it
+    defines = {str(k): str(v) for k, v in (defines or {}).items() if defaults.get(str(k)) != str(v)}
     from .emulator import checking
     check = BACKEND == "cpu" and checking()  # the check mode is another build
     key = (BACKEND, str(path), digest, tuple(sorted(defines.items())), tuple(options), check,

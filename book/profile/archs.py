@@ -50,9 +50,11 @@ def _compile(source: str, defines: tuple, options: tuple, arch: str) -> dict | s
     key = (source, defines, options, arch)
     if key not in _built:
         path = cuda_source.resolve(source)
-        flags = tuple(f"-D{k}={v}" for k, v in defines) + options
+        text = cuda_source.read_source(path)
+        defaults = cuda_source.default_defines(text)  # (as load_kernel: the same build without)
+        flags = tuple(f"-D{k}={v}" for k, v in defines if defaults.get(str(k)) != str(v)) + options
         try:
-            _built[key] = cuda_source.ptxas_report(cuda_source.read_source(path), path.name, flags, arch)
+            _built[key] = cuda_source.ptxas_report(text, path.name, flags, arch)
         except KernelSourceError as exc:
             errors = [line for line in str(exc).splitlines() if "error" in line]
             _built[key] = (errors or str(exc).splitlines()[-1:])[0].strip()

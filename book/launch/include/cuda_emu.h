@@ -66,6 +66,7 @@
 #include <ucontext.h>
 
 #include "cuda_emu/types.h"
+#include "cuda_emu/context.h"
 #include "cuda_emu/scheduler.h"
 #include "cuda_emu/warp.h"
 #include "cuda_emu/shared.h"

@@ -22,7 +22,7 @@ struct MmaTf32 {
 inline void mma_tf32_release(MmaTf32* const (&lanes)[32]);
 
 struct Fiber {
-    ucontext_t ctx;
+    Context ctx;              // its registers while it is suspended (context.h)
     uint3 tid;
     unsigned index;           // linear thread index in the block
     unsigned lane;            // index % 32: threads form warps as on the GPU
@@ -54,7 +54,7 @@ struct ErrorSink {
 };
 
 struct Worker {
-    ucontext_t scheduler;
+    Context scheduler;              // the scheduler's, while a fiber runs
     Fiber* current = nullptr;
     void (*body)(void*) = nullptr;  // runs the kernel once, for the current fiber
     void* closure = nullptr;
@@ -127,7 +127,8 @@ struct GuardedBytes {
 inline void fiber_main() {
     Worker* w = worker;
     w->body(w->closure);
-    w->current->state = DONE;  // returning resumes uc_link, the scheduler
+    w->current->state = DONE;
+    finish_fiber(w->current->ctx, w->scheduler);  // back to the scheduler
 }
 
 inline int where(char* out, std::size_t size, const uint3& t) {
@@ -222,7 +223,7 @@ inline void catch_faults(void* report) {
     w->errors->report(message);
     w->failed = true;
     w->current->state = DONE;
-    swapcontext(&w->current->ctx, &w->scheduler);
+    switch_context(w->current->ctx, w->scheduler);
     std::abort();  // unreachable: a failed fiber is never resumed
 }
 
@@ -236,7 +237,7 @@ inline void yield_fiber() {
     if (w == nullptr || w->current == nullptr) return;  // (not in a kernel's thread)
     Fiber* f = w->current;
     f->yielded = true;
-    swapcontext(&f->ctx, &w->scheduler);
+    switch_context(f->ctx, w->scheduler);
 }
 
 // A read through a volatile pointer outside shared memory (a flag in global memory): yields when
@@ -257,7 +258,7 @@ inline void syncthreads(int line) {
     f->state = AT_BARRIER;
     f->line = line;
     if (w->at_barrier++ == 0) w->barrier_line = line;
-    swapcontext(&f->ctx, &w->scheduler);
+    switch_context(f->ctx, w->scheduler);
 }
 
 // mbarriers: bits 0-31 the arrivals still pending in the current phase, 32-62 the arrivals a
@@ -282,7 +283,7 @@ inline void mbarrier_wait(const unsigned long long* bar, unsigned parity) {
     f->state = AT_MBARRIER;
     f->mbarrier = bar;
     f->parity = parity & 1u;
-    swapcontext(&f->ctx, &worker->scheduler);
+    switch_context(f->ctx, worker->scheduler);
 }
 
 // __syncthreads_count(pred): a barrier that also returns how many of the block's threads passed
@@ -309,7 +310,7 @@ inline unsigned long long warp_op(WarpOp op, unsigned mask, unsigned long long v
     f->value = value;
     f->src = src;
     f->line = line;
-    swapcontext(&f->ctx, &w->scheduler);
+    switch_context(f->ctx, w->scheduler);
     return f->result;
 }
 
@@ -632,12 +633,8 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 f.yielded = false;
                 f.last_volatile = nullptr;
                 f.volatile_reads = 0;
-                getcontext(&f.ctx);
-                f.ctx.uc_stack.ss_sp = static_cast<char*>(stacks) + i * kStackBytes;
                 f.stack = static_cast<char*>(stacks) + i * kStackBytes;
-                f.ctx.uc_stack.ss_size = kStackBytes;
-                f.ctx.uc_link = &w.scheduler;
-                makecontext(&f.ctx, fiber_main, 0);
+                start_context(f.ctx, f.stack, kStackBytes, w.scheduler);
             }
             // Each pass runs every ready fiber until it blocks (a barrier, a warp operation),
             // yields (yield_fiber: it runs on in the next pass) or ends; then complete warp
@@ -664,7 +661,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                             note->thread[1] = w.noted->tid.y, note->thread[2] = w.noted->tid.z;
                     }
                     f.yielded = false;
-                    swapcontext(&w.scheduler, &f.ctx);
+                    switch_context(w.scheduler, f.ctx);
                     if (w.failed) break;
                     if (f.state == DONE) --live;
                     yielded |= f.state == READY;
