@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TEST := BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q \
 	-n auto --dist loadfile --durations=15
 
-.PHONY: test book lab gpu-book gpu-test clean
+.PHONY: test test-sweep test-all book lab gpu-book gpu-test clean
 
 $(BIN)/.installed: requirements.txt
 	$(PY) -m venv $(VENV)
@@ -21,8 +21,20 @@ $(BIN)/.gpu-installed: $(BIN)/.installed requirements-gpu.txt
 	touch $@
 
 ## Run every test: tests/ plus every notebook re-executed and compared by nbval (results/ untouched).
+## Each exhaustive sweep runs here by its representatives: one registered kernel per kernel
+## function (tests/conftest.py's KERNEL_REPRESENTATIVES) on every size, in the check mode and in
+## the NVRTC compile matrix; 5 of book.sgemm's 14 configurations on every plan. The sweeps' other
+## cases (marked `sweep`: tile sizes, pads, splits, configurations) are reported as skipped.
 test: $(BIN)/.installed
 	$(TEST)
+
+## The sweeps' other cases only: with make test, every test once (CI runs both).
+test-sweep: $(BIN)/.installed
+	$(TEST) --sweep -m sweep
+
+## Everything in one run: make test and make test-sweep together.
+test-all: $(BIN)/.installed
+	$(TEST) --sweep
 
 ## Build the HTML book from the notebooks' stored outputs (no GPU needed) into _build/html.
 book: $(BIN)/.installed
@@ -42,9 +54,9 @@ gpu-book: $(BIN)/.gpu-installed
 	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
-## On a GPU: the tests and nbval on the GPU (results/ untouched).
+## On a GPU: the tests, their sweeps and nbval on the GPU (results/ untouched).
 gpu-test: $(BIN)/.gpu-installed
-	$(TEST)
+	$(TEST) --sweep
 
 clean:
 	rm -rf _build

@@ -10,6 +10,45 @@ SEMANTICS = ROOT / "tests" / "kernels" / "semantics.cu"
 sys.path.insert(0, str(ROOT))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--sweep", action="store_true",
+                     help="run the exhaustive sweeps' other cases too (make test-sweep, make test-all)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "sweep: a case of an exhaustive sweep beyond the "
+                                       "representatives that make test runs")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without --sweep (make test) the cases marked sweep are skipped, saying where they run."""
+    if not config.getoption("--sweep"):
+        skip = pytest.mark.skip(reason="a case of the exhaustive sweep: make test-sweep runs it")
+        for item in items:
+            if item.get_closest_marker("sweep"):
+                item.add_marker(skip)
+
+
+KERNEL_REPRESENTATIVES = (
+    "naive16", "naive1d", "xrows16", "tiled16", "rowA", "src000_16", "tstore_pad16", "coarse4",
+    "reg128x64x8_8x4", "kahan_naive16", "kahan_tiled16", "rowA_ld", "tiled_ld16",
+    "vec4_128x128x8_8x8_pad4", "warp_db_128x128x16_w64x32_n2_8x4_t256_pad4_m1",
+    "async_128x256x16_w64x64_n4_8x4_t256_s4_pad4_m1_serp", "tf32_naive", "tf32x3_tiled",
+    "tf32x3_wgmma")
+"""One correct registry kernel of each kernel function (each source's __global__ function):
+make test sweeps these over every size and check; make test-sweep the other tile sizes, pads,
+splits and configurations of the same functions (tests/test_matmul.py checks the choice)."""
+
+
+def sweep_params(values, representatives):
+    """pytest.param of each value, those not among ``representatives`` marked sweep (make test
+    runs the representatives, make test-sweep the rest)."""
+    unknown = set(representatives) - set(values)
+    assert not unknown, f"representatives {unknown} are not among the values"
+    return [pytest.param(v, id=str(v)) if v in representatives else
+            pytest.param(v, id=str(v), marks=pytest.mark.sweep) for v in values]
+
+
 @pytest.fixture
 def semantics():
     """Load a kernel of tests/kernels/semantics.cu by name."""

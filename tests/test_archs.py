@@ -8,18 +8,24 @@ from book.profile.archs import ARCHS, matrix, supported_archs
 from book.harness.measure import check_kernels, sweep
 from book.registry import KERNELS, async_tile, device_cc, find_kernel, usable
 from book.registry import TUNING_SPACE
+from conftest import KERNEL_REPRESENTATIVES, sweep_params
 
 ASYNC = KERNELS["async_128x256x16_w64x64_n4_8x4_t256_s4_pad4_m1_serp"]
 
 
-@pytest.fixture(scope="module")
-def built():
+@pytest.fixture(scope="module", params=sweep_params(["representatives", "the others"], ["representatives"]))
+def built(request):
+    """Each kernel at the edges of its minimum (benchmarks/compile_matrix.py builds them all):
+    make test, the representatives of conftest.KERNEL_REPRESENTATIVES and the buggy kernels;
+    make test-sweep, the other kernels and chapter 8's tuning space."""
     archs = supported_archs()
     if not archs:
         pytest.skip("NVRTC is not available")
-    # Each kernel at the edges of its minimum (benchmarks/compile_matrix.py builds them all).
-    return matrix(list(KERNELS.values()) + [async_tile(**c) for c in TUNING_SPACE], archs,
-                  edges=True)
+    specs = [s for s in KERNELS.values() if s.id in KERNEL_REPRESENTATIVES or s.bug]
+    if request.param != "representatives":
+        specs = ([s for s in KERNELS.values() if s not in specs]
+                 + [async_tile(**c) for c in TUNING_SPACE])
+    return matrix(specs, archs, edges=True)
 
 
 def test_a_kernel_is_built_at_the_edges_of_its_minimum():

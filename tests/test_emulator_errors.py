@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from book import BACKEND, LaunchError, load_kernel
-from conftest import ROOT
+from conftest import KERNEL_REPRESENTATIVES, ROOT, sweep_params
 
 pytestmark = pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own checks")
 BUGS = ROOT / "book" / "kernels" / "bugs.cu"
@@ -203,11 +203,16 @@ def test_without_check_mode_the_same_race_goes_unseen():
     assert out[0] == 32
 
 
-def test_every_book_kernel_is_clean_in_check_mode(check_mode):
-    """python -m book.profile.sanitize --cpu, as CI runs it: no race, no unwritten read, no bad index."""
+@pytest.mark.parametrize("kernels", sweep_params(["representatives", "the others"], ["representatives"]))
+def test_every_book_kernel_is_clean_in_check_mode(check_mode, kernels):
+    """python -m book.profile.sanitize --cpu, as CI runs it: no race, no unwritten read, no bad
+    index (make test: the representatives of conftest.KERNEL_REPRESENTATIVES; make test-sweep:
+    every other kernel)."""
     from book.registry import correct_kernels, usable
     from book.profile.sanitize import cpu_check
-    assert cpu_check([s.id for s in usable(correct_kernels())], sizes=[(65, 64, 63)]) == {}
+    ids = [s.id for s in usable(correct_kernels())
+           if (s.id in KERNEL_REPRESENTATIVES) == (kernels == "representatives")]
+    assert ids and cpu_check(ids, sizes=[(65, 64, 63)]) == {}
 
 
 def test_sgemm_plans_are_clean_in_check_mode(check_mode):

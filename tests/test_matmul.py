@@ -6,6 +6,7 @@ import pytest
 from book.harness.check import TOLERANCE, random_inputs, relative_error, run_matmul
 from book.registry import KERNELS, correct_kernels
 from book.launch.runtime import BACKEND
+from conftest import KERNEL_REPRESENTATIVES, sweep_params
 
 # 1000 x 1000 (not a multiple of any tile) runs the full 1000^3 product on a GPU; the emulator
 # computes the same 1000 x 1000 C over a short K.
@@ -19,7 +20,7 @@ def error_of(spec, M, N, K) -> float:
 
 
 @pytest.mark.parametrize("M, N, K", SIZES)
-@pytest.mark.parametrize("kernel_id", [s.id for s in correct_kernels()])
+@pytest.mark.parametrize("kernel_id", sweep_params([s.id for s in correct_kernels()], KERNEL_REPRESENTATIVES))
 def test_matches_float64(kernel_id, M, N, K):
     why = KERNELS[kernel_id].why_not_here()
     if why:
@@ -34,6 +35,15 @@ BUGS = [
     ("divisible16", (48, 32, 64), (65, 64, 63)),     # multiples of 16; then not
     ("src001_tstore16", None, (48, 32, 64)),         # wrong at every size
 ]
+
+
+def test_each_kernel_function_has_one_representative():
+    """make test runs one kernel of each (source, __global__ function) over every size (the
+    sweep's other kernels in make test-sweep): a new kernel function needs a representative."""
+    chosen = {(KERNELS[k].source, KERNELS[k].name) for k in KERNEL_REPRESENTATIVES}
+    assert all(k in {s.id for s in correct_kernels()} for k in KERNEL_REPRESENTATIVES)
+    assert len(chosen) == len(KERNEL_REPRESENTATIVES)
+    assert chosen == {(s.source, s.name) for s in correct_kernels()}
 
 
 def test_every_buggy_kernel_is_listed():
