@@ -21,8 +21,10 @@ $(BIN)/.gpu-installed: $(BIN)/.installed requirements-gpu.txt
 	touch $@
 
 ## Run every test: tests/ plus every notebook re-executed and compared by nbval (results/ untouched).
-## An exhaustive sweep (book.sgemm's every configuration, ...) runs here by its representatives;
-## its other cases are marked `sweep` and reported as skipped (tests/conftest.py's sweep()).
+## Each exhaustive sweep runs here by its representatives: one registered kernel per kernel
+## function (tests/conftest.py's KERNEL_REPRESENTATIVES) on every size, in the check mode and in
+## the NVRTC compile matrix; 5 of book.sgemm's 14 configurations on every plan. The sweeps' other
+## cases (marked `sweep`: tile sizes, pads, splits, configurations) are reported as skipped.
 test: $(BIN)/.installed
 	$(TEST)
 
