@@ -155,8 +155,8 @@ def _offset(x):
     return whole
 
 
-@pytest.mark.parametrize("layout, shifted", [  # (make test runs the second; make test-sweep both)
-    pytest.param("tt", False, marks=pytest.mark.sweep), ("tn", True)])
+@pytest.mark.sweep  # (make test-sweep runs it: 25 s of the emulator a case)
+@pytest.mark.parametrize("layout, shifted", [("tt", False), ("tn", True)])
 def test_builds_for_names_every_build_a_first_call_loads(layout, shifted, monkeypatch):
     """What settle compiles in the background (``builds_for``) is what the timing of the first
     call's plans then loads: each entry a run takes (spied), as a GPU builds it (one entry per
