@@ -134,17 +134,19 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
     if plan.config == FALLBACK:
         _fallback(plan, A, B, out, alpha, beta)
         return out
-    if not _known(M, N, K, layout) and learning():
+    settled = _known(M, N, K, layout) or not learning()  # (its plan will not change: recorded)
+    if not settled:
         scratch = _workspace(M * N, slot=2).reshape(M, N)
-        plan = settle(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout,
-                      (lda, ldb), (a, b)) or plan
+        learned = settle(M, N, K, lambda p: p.run(a, b, scratch, M, N, K, lda, ldb, N), layout,
+                         (lda, ldb), (a, b))
+        settled, plan = learned is not None, learned or plan
     plan = in_layout(plan, layout)
     if plan is None:
         raise LaunchError(f"sgemm: the plan for {M} x {N} x {K} cannot read layout {layout!r}")
     # (the emulator copies whole arrays: give it arrays whose shape[1] is the leading dimension,
     # copies where they are views, and copy C back; on a GPU, views as they are)
     wa, wb, wc = (a, b, c) if BACKEND == "gpu" else (_whole(a, lda), _whole(b, ldb), _whole(c, ldc))
-    if key is None or wa is not a or wb is not b or wc is not c or not (_known(M, N, K, layout) or not learning()):
+    if key is None or not settled or wa is not a or wb is not b or wc is not c:
         plan.run(wa, wb, wc, M, N, K, lda, ldb, ldc, alpha=alpha, beta=beta)
     else:
         with replay.recording(a, b, c) as rec:
