@@ -190,11 +190,13 @@ def _tickets(size: int):
 
 
 def _epilogue(work, C, rows: int, cols: int, c_row: int, c_col: int, splits: int,
-              alpha: float, beta: float) -> None:
-    """C = alpha (the sum of the ``splits`` rows x cols slices of ``work``) + beta C, element
-    (i, j) of C at C[i c_row + j c_col] (09_splitk.cu's splitk_reduce)."""
+              alpha: float, beta: float, w_row: int | None = None) -> None:
+    """C = alpha (the sum of the ``splits`` rows x cols slices of ``work``, rows ``w_row``
+    floats apart, default ``cols``) + beta C, element (i, j) of C at C[i c_row + j c_col]
+    (09_splitk.cu's splitk_reduce)."""
     grid = (min(ceil_div(rows * cols, 256), 4096),)
-    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(rows, cols, c_row, c_col, splits),
+    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(rows, cols, w_row or cols, c_row, c_col,
+                                                          splits),
                               np.float32(alpha), np.float32(beta)))
 
 

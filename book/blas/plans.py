@@ -158,9 +158,10 @@ class Plan:
         if whole:
             kernel(grid, (A, B, _arg(C), *sizes))
             return
-        work = _workspace(grid[2] * M * N)
+        ldw = 4 * ceil_div(N, 4)  # the slices' rows: whole 16-byte pieces (09_sgemm.cu)
+        work = _workspace(grid[2] * M * ldw)
         kernel(grid, (A, B, _arg(work), *sizes))
-        _epilogue(work, C, M, N, ldc, 1, grid[2], alpha, beta)
+        _epilogue(work, C, M, N, ldc, 1, grid[2], alpha, beta, ldw)
 
     def _streamk(self, A, B, C, M, N, K, lda, ldb, ldc, shares, align: int):
         """Stream-K: one block per tile for the whole waves, then ``shares`` blocks over equal

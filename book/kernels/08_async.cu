@@ -164,9 +164,23 @@ __device__ __forceinline__ TileSpot tile_spot(int tile_row, int tile_col, const 
 }
 
 // The block's tile into C (rows ldc floats apart), its own rows and columns only (see tile_spot).
+// Where C's rows do not start on 16 bytes, each warp's rows pass through shared memory (the
+// stages, free once every warp has read its last tile) so that its stores cover whole rows;
+// not in the split-K entries (STAGE false), whose slices of a workspace are no user's C: there
+// the code for it raised ptxas's register count past 168 in some builds, and 128-thread blocks
+// from 3 to 2 an SM (an H100 ran 64x128/3s_k3 at 261 x 4409 x 4055 3% slower).
+template <bool STAGE = true>
 __device__ __forceinline__ void store_own(float* __restrict__ C, int M, int N, int ldc,
                                           const float (&acc)[WMITER * TM][WNITER * TN],
                                           WarpPlace place, TileSpot at) {
+    constexpr bool STAGE_FITS = THREADS / 32 * STAGED_FLOATS <= STAGES * BK * (BM + PAD + BN + PADB);
+    if (STAGE && STAGE_FITS && !rows_on(C, ldc, 4)) {
+        extern __shared__ __align__(16) float stages[];
+        __syncthreads();
+        warp_tile_store_staged(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from,
+                               stages + threadIdx.x / 32 * STAGED_FLOATS);
+        return;
+    }
     if (ROW_ALIGN < 4 && (at.col_from - at.n0) & 3)  // moved back to an edge off multiples of 4
         warp_tile_store<true>(C, M, N, ldc, at.m0, at.n0, acc, place, at.row_from, at.col_from);
     else

@@ -12,9 +12,10 @@
 //
 // Split-K: with few tiles of C and a long K, one block per tile leaves SMs idle. The split
 //   entries launch gridDim.z blocks per tile, block z over slice z of K, each storing its partial
-//   sums in slice z of a workspace W (M x N floats per slice); 09_splitk.cu then adds the slices
-//   into C. (Adding them in the last block of each tile instead, which saves the second launch,
-//   ran slower on an H200 at every split shape of the suite: 85-90% of cuBLAS against 93-94%.)
+//   sums in slice z of a workspace W (M rows of N floats, rounded up to 4); 09_splitk.cu then
+//   adds the slices into C. (Adding them in the last block of each tile instead, which saves the
+//   second launch, ran slower on an H200 at every split shape of the suite: 85-90% of cuBLAS
+//   against 93-94%.)
 // Stream-K: one block per tile leaves the last wave part-empty whenever the tiles are not a
 //   multiple of the blocks the GPU runs at once (512 tiles on 132 SMs: 3.9 waves take 4).
 //   matmul_tiles runs the whole waves, one block per tile; then matmul_streamk runs `shares`
@@ -23,9 +24,9 @@
 //   either end of its share into its two places in W; streamk_fixup then adds each shared
 //   tile's pieces, in order, into C.
 // Launch: matmul_async_ld as matmul_async, with lda >= K, ldb >= N, ldc >= N after M, N, K; the
-//   split entries take W (gridDim.z * M * N floats) in place of C (matmul_splitk_ld: and lda,
-//   ldb); matmul_tiles(_ld) as matmul_async(_ld) on grid (first) as streamk_layout sets it;
-//   matmul_streamk(_ld) on grid (shares), with W (2 * shares * BM * BN floats) after C and
+//   split entries take W (gridDim.z * M * ((N + 3) & ~3) floats) in place of C
+//   (matmul_splitk_ld: and lda, ldb); matmul_tiles(_ld) as matmul_async(_ld) on grid (first)
+//   as streamk_layout sets it; matmul_streamk(_ld) on grid (shares), with W (2 * shares * BM * BN floats) after C and
 //   shares last; then streamk_fixup on grid (shares - 1, BM * BN / FIXUP_FLOATS), THREADS
 //   threads, no dynamic shared memory.
 #include "08_async.cu"
@@ -41,7 +42,8 @@ matmul_async_ld(const float* __restrict__ A, const float* __restrict__ B, float*
 }
 #endif
 
-// Split-K: block z computes slice z of K, its partial sums into slice z of W (M x N floats).
+// Split-K: block z computes slice z of K, its partial sums into slice z of W: M rows of N floats,
+// (N + 3) & ~3 apart, so that its stores are whole 16-byte pieces whatever N is.
 __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
                                              const float* __restrict__ B, float* __restrict__ W,
                                              int M, int N, int K, int lda, int ldb) {
@@ -51,7 +53,8 @@ __device__ __forceinline__ void splitk_slice(const float* __restrict__ A,
     const TileSpot at = tile_spot(blockIdx.y, blockIdx.x, A, B, M, N, lda, ldb);
     float acc[WMITER * TM][WNITER * TN] = {};
     if (tiles > 0) async_accumulate(acc, A, B, M, N, K, lda, ldb, at, t0, tiles, place);
-    store_own(W + (long long)blockIdx.z * M * N, M, N, N, acc, place, at);
+    const int ldw = (N + 3) & ~3;  // rows of 16-byte pieces (09_splitk.cu's w_row)
+    store_own<false>(W + (long long)blockIdx.z * M * ldw, M, N, ldw, acc, place, at);
 }
 
 #if !defined(ONE_ENTRY) || defined(ENTRY_matmul_splitk)
@@ -172,25 +175,46 @@ streamk_fixup(const float* __restrict__ W, float* __restrict__ C, const float* _
     const int i = (int)(start / sk.steps);
     const long long first = (long long)i * sk.steps, last = first + sk.steps;
     if (start == first || streamk_start(sk.work, q, shares) > first) return;
-    float4 sum[4] = {};
-    const int e0 = blockIdx.y * FIXUP_FLOATS + 4 * threadIdx.x;
+    // The thread's 16 floats of the tile: 4 pieces of 4 adjacent ones where C's rows start on 16
+    // bytes (16-byte loads and stores), else 16 single floats THREADS apart (a warp's stores then
+    // cover 32 adjacent floats, as in store_own).
+    const bool wide = rows_on(C, ldc, 4);
+    const int V = wide ? 4 : 1, e0 = blockIdx.y * FIXUP_FLOATS + V * threadIdx.x;
+    float sum[16] = {};
     for (long long p = q; p < shares; ++p) {
         const long long s = streamk_start(sk.work, p, shares);
         if (s >= last) break;
         if (streamk_start(sk.work, p + 1, shares) == s) continue;  // an empty share (work < shares)
         const float* piece = W + (2 * p + (s < first)) * (BM * BN) + e0;
+        if (wide) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float4 v = *reinterpret_cast<const float4*>(piece + j * 4 * THREADS);
-            sum[j].x += v.x; sum[j].y += v.y; sum[j].z += v.z; sum[j].w += v.w;
+            for (int j = 0; j < 4; ++j) {
+                const float4 v = *reinterpret_cast<const float4*>(piece + j * 4 * THREADS);
+                sum[4 * j] += v.x; sum[4 * j + 1] += v.y;
+                sum[4 * j + 2] += v.z; sum[4 * j + 3] += v.w;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 16; ++j) sum[j] += piece[j * THREADS];
         }
     }
     const TileSpot at = tile_spot((sk.first + i) / sk.cols, (sk.first + i) % sk.cols, A, B, M, N,
                                   lda, ldb);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const int e = e0 + j * 4 * THREADS, row = at.m0 + e / BN, col = at.n0 + e % BN;
-        if (row >= at.row_from) store4_from(C, row, col, M, N, ldc, at.col_from, sum[j]);
+    for (int j = 0; j < 16 / 4; ++j) {
+        if (wide) {
+            const int e = e0 + j * 4 * THREADS, row = at.m0 + e / BN, col = at.n0 + e % BN;
+            if (row >= at.row_from)
+                store4_from(C, row, col, M, N, ldc, at.col_from,
+                            make_float4(sum[4 * j], sum[4 * j + 1], sum[4 * j + 2], sum[4 * j + 3]));
+            continue;
+        }
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+            const int e = e0 + (4 * j + v) * THREADS, row = at.m0 + e / BN, col = at.n0 + e % BN;
+            if (row >= at.row_from && row < M && col >= at.col_from && col < N)
+                C[(long long)row * ldc + col] = sum[4 * j + v];
+        }
     }
 }
 #endif

@@ -23,17 +23,19 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ m, int row, in
 }
 
 // Chapter 8: stores v into floats col .. col + 3 of row `row`, skipping what lies outside (16 bytes
-// at once where the row allows, else 8 where rows start on 8 bytes: chapter 9's odd N). Rows
-// are `ld` floats apart (ld >= cols; ld = cols when the matrix is contiguous).
+// at once where the address allows, else 8 where it lies on 8 bytes: chapter 9's odd N). Rows
+// are `ld` floats apart (ld >= cols; ld = cols when the matrix is contiguous). (The address, not
+// ld and the matrix's start: chapter 9's edge tiles, moved back to end at an odd edge, start at
+// columns that are not multiples of 4.)
 __device__ __forceinline__ void store4(float* __restrict__ m, int row, int col, int rows, int cols,
                                        int ld, float4 v) {
     if (row >= rows) return;
     float* p = m + (long long)row * ld + col;
-    if ((ld & 3) == 0 && (reinterpret_cast<unsigned long long>(m) & 15) == 0 && col + 3 < cols) {
+    if ((reinterpret_cast<unsigned long long>(p) & 15) == 0 && col + 3 < cols) {
         *reinterpret_cast<float4*>(p) = v;
         return;
     }
-    if ((ld & 1) == 0 && (reinterpret_cast<unsigned long long>(p) & 7) == 0 && col + 3 < cols) {
+    if ((reinterpret_cast<unsigned long long>(p) & 7) == 0 && col + 3 < cols) {
         reinterpret_cast<float2*>(p)[0] = make_float2(v.x, v.y);  // rows on 8 bytes: 2 x 8
         reinterpret_cast<float2*>(p)[1] = make_float2(v.z, v.w);
         return;

@@ -148,4 +148,44 @@ __device__ __forceinline__ void warp_tile_store(float* __restrict__ C, int M, in
                 }
         }
 }
+
+// warp_tile_store for rows of C that do not start on 16 bytes (N or ldc not a multiple of 4):
+// there a thread's 4 floats of a row go out one at a time, 16 bytes apart across the warp, and
+// each store instruction touches a part of four times the 32-byte sectors it fills. Here the warp
+// passes its rows through shared memory instead: for each i, its threads write their pieces of
+// rows i, TM + i, 2 TM + i, ... (STAGE_ROWS rows of WN floats) into S, its own STAGED_FLOATS, and
+// then read them back along the rows, so that each store instruction writes 32 adjacent floats.
+// Rows in S are WN + 16 floats apart: the 16-byte writes of a quarter-warp hit no bank twice.
+#define STAGE_ROWS (WSUBM / TM)
+#define STAGE_LD (WN + 16)
+#define STAGED_FLOATS (STAGE_ROWS * STAGE_LD)
+__device__ __forceinline__ void warp_tile_store_staged(float* __restrict__ C, int M, int N, int ldc,
+                                                       int m0, int n0,
+                                                       const float (&acc)[WMITER * TM][WNITER * TN],
+                                                       WarpPlace p, int row_from, int col_from,
+                                                       float* S) {
+    const int lane = threadIdx.x % 32, r0 = m0 + p.wrow * WM, c0 = n0 + p.wcol * WN;
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const float* r = acc[wm * TM + i];
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const int c = wn * TN + j;
+                    *reinterpret_cast<float4*>(&S[p.trow * STAGE_LD + wn * WSUBN + p.tcol * TN + j]) =
+                        make_float4(r[c], r[c + 1], r[c + 2], r[c + 3]);
+                }
+            __syncwarp();
+#pragma unroll
+            for (int e = lane; e < STAGE_ROWS * WN; e += 32) {
+                const int row = r0 + wm * WSUBM + (e / WN) * TM + i, col = c0 + e % WN;
+                if (row >= row_from && row < M && col >= col_from && col < N)
+                    C[(long long)row * ldc + col] = S[(e / WN) * STAGE_LD + e % WN];
+            }
+            __syncwarp();  // all reads of S are done before the next i writes it
+        }
+}
 #endif
