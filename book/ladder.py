@@ -3,7 +3,9 @@
 :func:`ladder` collects each kernel's checked measurement at n = 4096 from the chapter that
 introduced it (for the host's CPU, chapter 1's fastest method at the largest size it ran), with
 its % of cuBLAS SGEMM (over chapter 0's cuBLAS record of that GPU, :func:`reference_cublas`: the
-cuBLAS row the table prints, so its arithmetic closes); :func:`table` lays the GPUs side by side.
+cuBLAS row the table prints, so its arithmetic closes), then, after cuBLAS, what a reader would use
+instead (Triton and PyTorch, chapter 11's records: ``alternatives.ladder_rows``); :func:`table`
+lays the GPUs side by side.
 :func:`write_readme` puts that table into README.md between two markers: ``python -m book.ladder``
 regenerates it, and a test fails when the README's copy no longer matches the results files.
 Nothing here is typed in.
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .harness import ceilings, results
-from .harness.plots import FAMILIES, GREY, STYLE, check_readable, value_column, wrap
+from .harness.plots import FAMILIES, GREY, INSTEAD, STYLE, check_readable, value_column, wrap
 from .registry import KERNELS
 from .harness.sources import DATA
 
@@ -44,6 +46,19 @@ TENSOR_CORES = 10
 """The chapter of the tensor-core kernels: not on the FP32 FMA roofline."""
 CUBLAS_RUNG = 11
 """The chapter number the ladder gives cuBLAS SGEMM's row, to list it after every chapter's kernels."""
+INSTEAD_RUNG = INSTEAD
+"""The chapter number the ladder gives what a reader would use instead (Triton, PyTorch), to list
+those rows after cuBLAS's: measured in chapter 11, they are not rungs the book climbed."""
+
+
+OFF_THE_ROOF = (TENSOR_CORES, INSTEAD_RUNG)
+"""The rungs the roofline leaves out: the tensor cores (other units, above the FP32 FMA roof), and
+Triton and PyTorch (not the book's kernels; ncu launches kernels of the registry)."""
+
+
+def rung(chapter) -> str:
+    """A ladder row's chapter as a table shows it: its number, "cuBLAS", or "instead"."""
+    return {CUBLAS_RUNG: "cuBLAS", INSTEAD_RUNG: "instead"}.get(int(chapter), str(int(chapter)))
 
 
 def _chapter(name: str) -> int:
@@ -82,8 +97,13 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
             rows.append({"chapter": chapter,
                          "kernel": r.kernel, "label": r.label, "n": n, "gflops": r.gflops,
                          "pct_of_cublas": r.pct_of_cublas, "device": r.device})
+    from .studies.alternatives import ladder_rows
+    for r in ladder_rows(gpu, n).itertuples():  # (after cuBLAS: INSTEAD_RUNG)
+        rows.append({"chapter": INSTEAD_RUNG, "kernel": r.kernel, "n": n, "gflops": r.gflops,
+                     "label": r.label + (" (TF32's accuracy)" if r.precision == "tf32" else ""),
+                     "pct_of_cublas": np.nan, "device": device})
     df = pd.DataFrame(rows)
-    if len(df):  # in chapter order (stable), cuBLAS last
+    if len(df):  # in chapter order (stable), then cuBLAS, then what you would use instead
         cublas = df.kernel == "cublas"
         df.loc[cublas, "chapter"] = CUBLAS_RUNG
         df.loc[cublas, "label"] = CUBLAS_LABEL
@@ -170,7 +190,7 @@ def so_far(chapter: int, n: int = 4096) -> pd.DataFrame:
             record = ranked.max()
     keep += list(df[df.chapter == chapter].kernel.unique()) + ["cublas"]
     t = table(df[df.kernel.isin(keep)])
-    t = t.assign(chapter=["cuBLAS" if c == CUBLAS_RUNG else str(c) for c in t.chapter])
+    t = t.assign(chapter=[rung(c) for c in t.chapter])
     t.columns = [c.removeprefix("NVIDIA ") for c in t.columns]
     return readable(t.drop(columns="n").rename(columns={"label": "kernel"}).set_index(["chapter", "kernel"]))
 
@@ -281,21 +301,34 @@ chapters' figures, for a phone."""
 
 
 def payoff(df: pd.DataFrame) -> str:
-    """The landing page's payoff, in numbers from the results files (between its markers)."""
+    """The landing page's payoff, in numbers from the results files (between its markers): the
+    book's SGEMM and 3xTF32 kernel, each beside Triton's (and plain TF32 through PyTorch) where
+    every GPU named recorded chapter 11's comparison."""
     steps = landing_steps(df).set_index(["device", "kernel"]).pct_of_cublas
     gpus = [d for d in sorted(df.device.unique())
             if (d, "book_sgemm") in steps.index and (d, "tf32x3_wgmma") in steps.index]
     if not gpus:
         return f"{PAYOFF_BEGIN}\n{PAYOFF_END}"
+    rows = df.set_index(["device", "kernel"]).pct_of_cublas
+    instead = all((d, k) in rows.index for d in gpus
+                  for k in ("triton_fp32", "triton_tf32x3", "torch_tf32"))
 
     def each(kernel, first, rest):  # "98% of ... on the H100 and 100% on the H200"
         return " and ".join((first if i == 0 else rest)(steps[d, kernel])
                             + f" on the {results.short_name(d)}" for i, d in enumerate(gpus))
+
+    def beside(text, kernel, form):  # " (Triton's ...: 84% and 85%)", in the GPUs' order
+        return f"{text}{' and '.join(form(rows[d, kernel]) for d in gpus)}"
     return (f"{PAYOFF_BEGIN}\n\n**The payoff, at $n = 4096$:** the book's own SGEMM runs at "
             + each("book_sgemm", lambda v: f"{v:.0f}% of cuBLAS SGEMM's speed", lambda v: f"{v:.0f}%")
+            + (beside(" (Triton's autotuned FP32 `tl.dot`: ", "triton_fp32", lambda v: f"{v:.0f}%")
+               + ")" if instead else "")
             + "; its 3xTF32 tensor-core kernel, at SGEMM's accuracy, runs "
             + each("tf32x3_wgmma", lambda v: f"{v / 100:.2f} times as fast as cuBLAS SGEMM",
                    lambda v: f"{v / 100:.2f} times")
+            + (beside(" (Triton's 3xTF32: ", "triton_tf32x3", lambda v: f"{v / 100:.2f}")
+               + beside(" times; PyTorch's TF32 matmul, at TF32's accuracy: ", "torch_tf32",
+                        lambda v: f"{v / 100:.2f}") + " times)" if instead else "")
             + ". Every kernel was checked against float64 before it was timed beside cuBLAS; each "
             f"% is over that GPU's cuBLAS figure of chapter 0.\n\n{PAYOFF_END}")
 
@@ -326,7 +359,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 def markdown(df: pd.DataFrame) -> str:
     """The side-by-side table as GitHub markdown (numbers rounded, blanks where not measured)."""
     t = table(df).drop(columns="n").rename(columns={"label": "kernel"})  # n: stated above the table
-    t["chapter"] = ["cuBLAS" if c == CUBLAS_RUNG else str(c) for c in t.chapter]
+    t["chapter"] = [rung(c) for c in t.chapter]
 
     def cell(col, v):
         if isinstance(v, float):
@@ -429,9 +462,15 @@ def ladder_plot(df: pd.DataFrame):
     """Horizontal bars: % of cuBLAS at n = 4096 for every kernel, one bar per GPU, coloured by
     the kernel's family (the chapter that introduced it); the GPUs told apart by hatching; each
     GPU's value in a column right of the axes. ◆ marks the kernels source 003 timed too, its
-    figures in the title."""
+    figures in the title. After the book's kernels, what a reader would use instead (Triton,
+    PyTorch); the axis ends past the fastest at float32's accuracy, and a bar beyond it (PyTorch's
+    TF32) stops at its edge, cut, its value in the column."""
+    from .studies.alternatives import ALTERNATIVES
     gpu_rows = df[df.pct_of_cublas.notna() & (df.kernel != "cublas")]
-    gpu_rows = gpu_rows.assign(label=gpu_rows.chapter.astype(str) + ". " + gpu_rows.label)
+    gpu_rows = gpu_rows.assign(label=[f"{rung(c)}{': ' if c == INSTEAD_RUNG else '. '}{lab}"
+                                      for c, lab in zip(gpu_rows.chapter, gpu_rows.label)])
+    tf32_only = {a.id for a in ALTERNATIVES if a.precision == "tf32"}
+    right = max(110, 1.05 * gpu_rows[~gpu_rows.kernel.isin(tf32_only)].pct_of_cublas.max())
     labels = list(dict.fromkeys(gpu_rows.label))
     gpus = sorted(gpu_rows.device.unique())
     marks = source_marks()
@@ -445,13 +484,16 @@ def ladder_plot(df: pd.DataFrame):
             sub = gpu_rows[gpu_rows.device == gpu].set_index("label")
             y = [labels.index(lab) + g * height for lab in sub.index]
             colors = [FAMILIES[int(c)][1] for c in sub.chapter]
-            ax.barh(y, sub.pct_of_cublas, height=height, color=colors, alpha=1.0 - 0.45 * g,
-                    hatch=("", "///", "...", "xx")[g % 4], edgecolor="white", lw=0)
+            ax.barh(y, sub.pct_of_cublas.clip(upper=right), height=height, color=colors,
+                    alpha=1.0 - 0.45 * g, hatch=("", "///", "...", "xx")[g % 4], edgecolor="white",
+                    lw=0)
+            for yy in (yy for yy, v in zip(y, sub.pct_of_cublas) if v > right):  # cut: a break
+                ax.plot([right * 0.96, right * 0.98], [yy + height / 2, yy - height / 2],
+                        color="white", lw=2, solid_capstyle="butt", label="_cut")
             value_column(ax, y, [f"{v:.1f}" for v in sub.pct_of_cublas], results.short_name(gpu),
                          offset=6 + 30 * g, color="0.2" if g == 0 else "0.45")
             handles.append(Patch(fc="0.4", alpha=1.0 - 0.45 * g, hatch=("", "///", "...", "xx")[g % 4],
                                  label=gpu))
-        right = max(110, 1.05 * gpu_rows.pct_of_cublas.max())  # tensor cores pass 100%
         ax.axvline(100, color="k", lw=1)
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))], names, fontsize=8.5)
         ax.set_ylim(len(labels) - 0.1, -0.3)  # first chapter on top, no empty rows
@@ -470,7 +512,7 @@ def ladder_plot(df: pd.DataFrame):
 def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFrame:
     """One GPU's kernels with FLOPs per DRAM byte (read + written), per byte read from L2, and
     the share of the roofline (min of FMA peak and copy bandwidth x intensity) reached."""
-    d = df[(df.device == device) & (df.kernel != "cpu") & (df.chapter != TENSOR_CORES)].merge(
+    d = df[(df.device == device) & (df.kernel != "cpu") & ~df.chapter.isin(OFF_THE_ROOF)].merge(
         traffic[["kernel", "M", "dram_read_bytes", "dram_write_bytes", "l2_read_sectors"]],
         on="kernel")
     flops = 2.0 * d.M.astype(float) ** 3
@@ -482,11 +524,19 @@ def intensity(df: pd.DataFrame, traffic: pd.DataFrame, device: str) -> pd.DataFr
 
 def compare(df: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
     """Each GPU kernel's GFLOP/s at n = 4096 on two GPUs, and ``other`` over ``base`` (not the
-    CPU row: it measures the host, not the GPU)."""
+    CPU row: it measures the host, not the GPU; Triton's and PyTorch's rows where both GPUs
+    recorded them)."""
     two = df[df.device.isin([base, other]) & df.gflops.notna() & (df.kernel != "cpu")]
     wide = two.pivot_table(index=["chapter", "kernel", "label"], columns="device", values="gflops",
                            sort=False)[[base, other]].dropna()
     return wide.assign(ratio=wide[other] / wide[base]).reset_index()
+
+
+def by_ratio(two: pd.DataFrame) -> pd.DataFrame:
+    """:func:`compare`'s table for a reader: one row per kernel by its label, its rung named
+    (:func:`rung`), the largest ratio first."""
+    return (two.assign(chapter=[rung(c) for c in two.chapter]).set_index("label")
+            .drop(columns="kernel").rename_axis("kernel").sort_values("ratio", ascending=False))
 
 
 def compare_ceilings(base: str, other: str) -> pd.DataFrame:
@@ -511,10 +561,10 @@ def ceilings_of(device: str) -> tuple[float, float]:
 
 def roofline_kernels(df: pd.DataFrame, device: str) -> list[str]:
     """The rungs of ``device`` that ncu profiles for the roofline: every kernel but the CPU loop,
-    each one launch, but chapter 10's (tensor cores: above the FP32 FMA roof, on other units);
-    book.sgemm as one whole call (its plan may launch two or three kernels:
-    ncu.profile_call sums their counters)."""
-    return list(df[(df.device == device) & (df.kernel != "cpu") & (df.chapter != TENSOR_CORES)].kernel)
+    each one launch, but chapter 10's (tensor cores: above the FP32 FMA roof, on other units)
+    and Triton's and PyTorch's (OFF_THE_ROOF); book.sgemm as one whole call (its plan may launch
+    two or three kernels: ncu.profile_call sums their counters)."""
+    return list(df[(df.device == device) & (df.kernel != "cpu") & ~df.chapter.isin(OFF_THE_ROOF)].kernel)
 
 
 def roofline_traffic(df: pd.DataFrame, n: int = 4096):

@@ -1,6 +1,7 @@
 """Chapter 11's comparison with what a reader would use instead (book.studies.alternatives):
 its pseudo-kernels skip with a reason where PyTorch, Triton or a GPU is missing, and its rounds
-reduce to one row per kernel and shape, a failed check kept as such."""
+reduce to one row per kernel and shape, a failed check kept as such; BOOK_ALTERNATIVES=recorded
+shows the records on any machine; the ladder reads the same records as the chapter."""
 import pandas as pd
 import pytest
 
@@ -55,3 +56,79 @@ def test_the_figure_and_the_ladder_rows_from_each_recorded_gpu():
         rows = alt.at_ladder_size(df)
         assert set(rows.kernel) == {a.id for a in alt.ALTERNATIVES} | {"cublas"}
         assert (rows.rel_error < 1e-2).all()
+
+
+def test_book_alternatives_recorded_shows_the_records_on_a_gpu_host_with_both(monkeypatch, capsys):
+    """BOOK_ALTERNATIVES=recorded: the chapter as a machine without Triton runs it, on a GPU host
+    that has PyTorch and Triton (how nbval runs chapter 11 'without Triton' there)."""
+    monkeypatch.setattr(alt, "BACKEND", "gpu")
+    monkeypatch.setattr(alt, "have", lambda module: True)
+    monkeypatch.setattr(alt, "measure", lambda *a, **k: pytest.fail("measured despite the switch"))
+    monkeypatch.setenv(alt.SWITCH, "recorded")
+    assert alt.why_recorded() == "BOOK_ALTERNATIVES=recorded"
+    df = alt.recorded_or_live()
+    said = capsys.readouterr().out
+    assert said.startswith("BOOK_ALTERNATIVES=recorded: the comparison below uses results recorded on ")
+    assert said.count("\n") == 1
+    assert {a.id for a in alt.ALTERNATIVES} <= set(df.kernel) and (df.status == "ok").all()
+
+
+def test_without_the_switch_a_gpu_host_with_both_measures(monkeypatch, capsys):
+    monkeypatch.setattr(alt, "BACKEND", "gpu")
+    monkeypatch.setattr(alt, "have", lambda module: True)
+    monkeypatch.delenv(alt.SWITCH, raising=False)
+    assert alt.why_recorded() is None
+    monkeypatch.setenv(alt.SWITCH, "auto")
+    assert alt.why_recorded() is None
+    measured = pd.DataFrame({"kernel": ["cublas"], "M": [8], "N": [8], "K": [8], "status": ["ok"]})
+    monkeypatch.setattr(alt, "measure", lambda *a, **k: measured)
+    monkeypatch.setattr(alt.results, "saving", lambda: False)
+    df = alt.recorded_or_live()
+    assert df is measured and df.attrs["source"].startswith("measured in this run on ")
+    assert capsys.readouterr().out.startswith("The comparison below was measured in this run on ")
+
+
+def test_the_switch_names_what_is_missing_and_refuses_an_unknown_value(monkeypatch):
+    monkeypatch.delenv(alt.SWITCH, raising=False)
+    monkeypatch.setattr(alt, "BACKEND", "gpu")
+    monkeypatch.setattr(alt, "have", lambda module: module == "torch")
+    assert alt.why_recorded() == "triton not installed here"
+    monkeypatch.setattr(alt, "BACKEND", "cpu")
+    assert alt.why_recorded() == "No GPU here"
+    monkeypatch.setenv(alt.SWITCH, "live")
+    with pytest.raises(ValueError, match="BOOK_ALTERNATIVES='live': use 'recorded'"):
+        alt.why_recorded()
+
+
+def test_the_ladder_reads_the_same_record_as_the_chapter():
+    """One number per claim: the ladder's rows after cuBLAS are the records of chapter 11's file
+    at n = 4096 (its GFLOP/s, over chapter 0's cuBLAS as every row of the ladder)."""
+    from book import ladder
+    from book.harness import results
+    for gpu in ("nvidia-h100-80gb-hbm3", "nvidia-h200"):
+        recorded = alt.at_ladder_size(results.load(alt.FILE, gpu)).set_index("kernel")
+        rows = alt.ladder_rows(gpu)
+        assert tuple(rows.kernel) == alt.IN_LADDER
+        lad = ladder.ladder(gpu).set_index("kernel")
+        reference = ladder.reference_cublas(gpu)
+        for kernel in alt.IN_LADDER:
+            assert lad.loc[kernel, "gflops"] == recorded.loc[kernel, "gflops"]
+            assert lad.loc[kernel, "chapter"] == ladder.INSTEAD_RUNG
+            assert lad.loc[kernel, "pct_of_cublas"] == 100 * recorded.loc[kernel, "gflops"] / reference
+        assert list(lad.index[-len(alt.IN_LADDER) - 1:]) == ["cublas", *alt.IN_LADDER]
+    assert alt.ladder_rows("nvidia-no-such-gpu").empty
+
+
+def test_the_chapters_numbers_and_table_from_each_recorded_gpu():
+    from book.harness import results
+    for gpu in ("nvidia-h100-80gb-hbm3", "nvidia-h200"):
+        df = results.load(alt.FILE, gpu)
+        said = alt.numbers(df)
+        at = alt.at_ladder_size(df).set_index("kernel")
+        assert said["x_triton_fp32"] == at.loc["triton_fp32", "x_cublas"]
+        assert said["alt_sms"] == results.load_device(gpu)["sms"]
+        assert 0 < said["x_triton_fp32_decode"] < said["x_triton_fp32"]  # where Triton falls
+        assert said["x_triton_fp32_large_min"] <= said["x_triton_fp32"] <= said["x_triton_fp32_large_max"]
+        t = alt.table(df)
+        assert t.index[0] == "cuBLAS SGEMM" and len(t) == len(alt.ALTERNATIVES) + 1
+        assert set(t.arithmetic) == set(alt.ARITHMETIC.values())

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
 from book import ladder, tune  # noqa: E402
-from book.studies import sgemm_report, tf32_models, tf32_report  # noqa: E402
+from book.studies import alternatives, sgemm_report, tf32_models, tf32_report  # noqa: E402
 from book.harness import ceilings, results  # noqa: E402
 from book.harness.plots import (check_readable, loglog_fit_plot, perf_and_bandwidth_plot,  # noqa: E402
                                 perf_plot)
@@ -192,6 +192,8 @@ def _recorded(gpu):
     yield "10 magnitude_plot", lambda: tf32_report.magnitude_plot(load("10_magnitudes"))
     yield "11 roofline_plot", lambda: ladder.roofline_plot(
         ladder.all_gpus(), load("09_traffic"), results.load_device(gpu)["name"])
+    if (results.RESULTS / gpu / f"{alternatives.FILE}.csv").exists():
+        yield "11 alternatives.plot", lambda: alternatives.plot(load(alternatives.FILE))
 
 
 def book_figures():

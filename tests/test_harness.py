@@ -117,6 +117,10 @@ def test_show_source_shows_a_file_or_the_part_between_two_markers():
     assert show_source("02_naive.cu", collapsed=True).data.startswith("<details><summary>")
     with pytest.raises(ValueError, match="has no line containing 'nowhere'"):
         show_source("02_naive.cu", "nowhere")
+    # a Python file of the package, by its path from the repository (chapter 11's Triton kernel)
+    triton = show_source("book/studies/triton_gemm.py", "@triton.jit", "def triton_matmul").data
+    assert re.match(r"`book/studies/triton_gemm.py`, lines \d+-\d+:\n\n```python\n@triton.jit\n", triton)
+    assert "tl.dot(" in triton and "<summary>The whole file: book/studies/triton_gemm.py (" in triton
 
 def test_chapter_0_draws_its_ceilings_as_a_roofline():
     import pandas as pd

@@ -31,10 +31,31 @@ def test_cublas_spread_lists_every_gpu_with_its_runs():
     assert (lo <= mid).all() and (mid <= hi).all() and (spread.runs > 1).all()
 
 
-def test_roofline_leaves_out_the_tensor_core_kernels():
+def test_roofline_leaves_out_the_tensor_core_kernels_and_triton_and_pytorch():
     df = ladder.all_gpus()
     device = df.device.iloc[0]
-    assert not set(ladder.roofline_kernels(df, device)) & set(df[df.chapter == ladder.TENSOR_CORES].kernel)
+    left_out = df[df.chapter.isin([ladder.TENSOR_CORES, ladder.INSTEAD_RUNG])].kernel
+    assert (df.chapter == ladder.INSTEAD_RUNG).any()
+    assert not set(ladder.roofline_kernels(df, device)) & set(left_out)
+
+
+def test_what_you_would_use_instead_follows_cublas_in_every_view():
+    """Triton's and PyTorch's rows: after cuBLAS in the table (rung "instead"), in their own
+    colour on the ladder's figure, out of the milestones, the landing figure and every chapter's
+    ladder so far; in the two-GPU comparison with their rung named."""
+    from book.harness.plots import FAMILIES
+    df = ladder.all_gpus()
+    lines = ladder.markdown(df).splitlines()
+    cublas = next(i for i, line in enumerate(lines) if line.startswith("| cuBLAS |"))
+    assert lines[cublas + 1:] and all(line.startswith("| instead | ") for line in lines[cublas + 1:])
+    assert "(TF32's accuracy)" in lines[-1]
+    assert ladder.INSTEAD_RUNG in FAMILIES and ladder.rung(ladder.INSTEAD_RUNG) == "instead"
+    instead = set(df[df.chapter == ladder.INSTEAD_RUNG].kernel)
+    assert not instead & set(ladder.landing_steps(df).kernel)
+    assert not any("instead" in str(i) for i in ladder.so_far(10).index.get_level_values("chapter"))
+    base, other = sorted(df.device.unique())
+    two = ladder.by_ratio(ladder.compare(df, base, other))
+    assert set(two.loc[two.chapter == "instead"].index) == set(df[df.kernel.isin(instead)].label)
 
 
 def test_markdown_has_one_column_pair_per_gpu():
@@ -158,9 +179,7 @@ def _markdown_ladder(text: str) -> pd.DataFrame:
     """The ladder table of a README block: its header and rows, numbers as floats (blank: NaN)."""
     lines = [line for line in text.splitlines() if line.startswith("| ")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
-    end = next(i for i, line in enumerate(lines[2:], 2) if not line.startswith("| ") or
-               line.startswith("| cuBLAS"))
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:end + 1]]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
     t = pd.DataFrame(rows, columns=header)
     for col in header[2:]:
         t[col] = pd.to_numeric(t[col].str.replace(",", ""), errors="coerce")
@@ -178,7 +197,7 @@ def test_the_readme_ladder_closes_its_arithmetic():
     for gpu in gpus:
         rate, pct = t[f"{gpu}: GFLOP/s"], t[f"{gpu}: % of cuBLAS"]
         ours = pct.notna()
-        assert ours.sum() > 10
+        assert ours.sum() > 10 and pct[t.chapter == "instead"].notna().all()
         expected = 100 * rate[ours] / cublas[f"{gpu}: GFLOP/s"]
         # (GFLOP/s printed to the unit, % to a tenth; the cuBLAS row to the unit)
         slack = 0.05 + 100 * 0.5 / cublas[f"{gpu}: GFLOP/s"] * (1 + rate[ours] / cublas[f"{gpu}: GFLOP/s"])

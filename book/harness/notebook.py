@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pandas as pd
 
@@ -26,6 +27,21 @@ def show_device(full: bool = False):
     return Markdown(f"Running on {what}; host {d['host_cpu']}, {d['cpu_cores']} cores.")
 
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository: a listing may name a file by its path from here (``book/studies/...py``)."""
+
+
+def _source_file(filename: str) -> Path:
+    """A kernel file of book/kernels/ (or any existing path), or a file of the package named by
+    its path from the repository, as chapter 11 shows Triton's kernel."""
+    here = ROOT / filename
+    return here if filename.startswith("book/") and here.is_file() else resolve(filename)
+
+
+def _language(filename: str) -> str:
+    return "python" if filename.endswith(".py") else "cuda"
+
+
 LISTING_OPEN = 40
 """The longest listing a page shows as plain text: a longer whole file is collapsed (one click
 away), and so is a longer excerpt (its file and lines named): cut excerpts to the lines that
@@ -34,7 +50,8 @@ change."""
 
 def show_source(filename: str, start: str | None = None, end: str | None = None, *,
                 through: str | None = None, collapsed: bool = False, whole: bool = True):
-    """A kernel file from book/kernels/ as a highlighted code block (introduced in chapter 0).
+    """A kernel file from book/kernels/ as a highlighted code block (introduced in chapter 0); a
+    file of the package by its path (``book/studies/triton_gemm.py``, chapter 11) as Python.
 
     All of it; or an excerpt, from the first line that contains ``start`` up to (not including)
     the next line that contains ``end``, or up to and including the next one that contains
@@ -44,18 +61,19 @@ def show_source(filename: str, start: str | None = None, end: str | None = None,
     excerpt alone, where another cell has the file). The excerpts are the lines that change from the previous kernel; the pictures before
     them show the idea."""
     from IPython.display import Markdown
-    lines = resolve(filename).read_text().rstrip().splitlines()
+    lines = _source_file(filename).read_text().rstrip().splitlines()
+    lang = _language(filename)
     if start is None:  # (a whole file of more than LISTING_OPEN lines is collapsed: excerpt it)
-        body = _fenced(lines)
+        body = _fenced(lines, lang)
         collapsed = collapsed or len(lines) > LISTING_OPEN
         return Markdown(_collapsed(filename, body, len(lines)) if collapsed else body)
     first, last = _excerpt(filename, lines, start, end, through)
     excerpt = textwrap.dedent("\n".join(lines[first:last])).splitlines()
-    shown = f"`{filename}`, lines {first + 1}-{last}:\n\n{_fenced(excerpt)}"
+    shown = f"`{filename}`, lines {first + 1}-{last}:\n\n{_fenced(excerpt, lang)}"
     if len(excerpt) > LISTING_OPEN:  # (an excerpt that long is collapsed too: one click away)
         shown = (f"<details><summary>`{filename}`, lines {first + 1}-{last} "
-                 f"({len(excerpt)} lines)</summary>\n\n{_fenced(excerpt)}\n\n</details>")
-    return Markdown(shown + "\n\n" + _collapsed(filename, _fenced(lines), len(lines)) if whole
+                 f"({len(excerpt)} lines)</summary>\n\n{_fenced(excerpt, lang)}\n\n</details>")
+    return Markdown(shown + "\n\n" + _collapsed(filename, _fenced(lines, lang), len(lines)) if whole
                     else shown)
 
 
@@ -68,7 +86,7 @@ def show_diff(old: tuple, new: tuple, context: int = 2):
     from IPython.display import Markdown
     parts = []
     for filename, start, end in (old, new):
-        lines = resolve(filename).read_text().rstrip().splitlines()
+        lines = _source_file(filename).read_text().rstrip().splitlines()
         first, last = _excerpt(filename, lines, start, end, None)
         parts.append((f"{filename}, lines {first + 1}-{last}", lines[first:last], lines))
     (a_name, a, _), (b_name, b, whole_b) = parts
@@ -77,7 +95,7 @@ def show_diff(old: tuple, new: tuple, context: int = 2):
         raise ValueError(f"{a_name} and {b_name} are the same")
     body = "```diff\n" + "\n".join(diff) + "\n```"
     return Markdown(f"From `{old[0]}` to `{new[0]}` (- removed, + added):\n\n{body}\n\n"
-                    + _collapsed(new[0], _fenced(whole_b), len(whole_b)))
+                    + _collapsed(new[0], _fenced(whole_b, _language(new[0])), len(whole_b)))
 
 
 def _excerpt(filename: str, lines: list[str], start: str, end: str | None,
@@ -98,9 +116,9 @@ def _excerpt(filename: str, lines: list[str], start: str, end: str | None,
     return first, last
 
 
-def _fenced(lines: list[str]) -> str:
+def _fenced(lines: list[str], language: str = "cuda") -> str:
     text = "\n".join(lines).rstrip()
-    return f"```cuda\n{text}\n```"
+    return f"```{language}\n{text}\n```"
 
 
 def _collapsed(filename: str, body: str, count: int) -> str:
@@ -128,7 +146,7 @@ def glue(name: str, value, display: bool = False) -> None:
 
 
 LISTING_CALLS = ("show_source(", "show_diff(")
-"""The calls whose output is a kernel listing: a function of book/kernels/ alone."""
+"""The calls whose output is a kernel listing: a function of the source files alone."""
 
 
 def stale_listings(path) -> list[tuple[int, str, str]]:

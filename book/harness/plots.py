@@ -28,9 +28,14 @@ FAMILIES = {0: ("cuBLAS", "#000000"), 1: ("CPU loop", "#7f7f7f"), 2: ("naive", "
             3: ("coalescing", "#ff7f0e"), 4: ("shared-memory tiles", "#2ca02c"),
             5: ("bank conflicts", "#d62728"), 6: ("register tiles", "#9467bd"),
             7: ("Kahan, pitched rows", "#8c564b"), 8: ("toward cuBLAS", "#e377c2"),
-            9: ("every shape", "#17becf"), 10: ("tensor cores", "#bcbd22")}
-"""Kernel families -- the chapter that introduces a kernel (0: the library) -- and the one colour
-each has in every figure of the book."""
+            9: ("every shape", "#17becf"), 10: ("tensor cores", "#bcbd22"),
+            12: ("what you would use instead", "#393b79")}
+"""Kernel families -- the chapter that introduces a kernel (0: the library; INSTEAD: Triton and
+PyTorch, which chapter 11 measures beside them) -- and the one colour each has in every figure of
+the book."""
+INSTEAD = 12
+"""The family of what a reader would use instead of the book's kernels (chapter 11): the ladder's
+rung after cuBLAS's."""
 MARKERS = "osD^vPX*"
 
 
@@ -214,7 +219,7 @@ def chapter_of(kernel: str, recorded=None) -> int:
     # up, not imported, so that the harness never imports it)
     registry = sys.modules.get(f"{__package__.rsplit('.', 1)[0]}.registry")
     spec = registry.KERNELS.get(kernel) if registry is not None else None
-    return spec.chapter if spec is not None else max(FAMILIES)
+    return spec.chapter if spec is not None else max(c for c in FAMILIES if c != INSTEAD)
 
 
 def _source(df: pd.DataFrame) -> str:

@@ -9,7 +9,9 @@ such sweeps in turn and keeps each one's median over the rounds, with its time o
 SGEMM of the same round (``x_cublas``), at the ladder's size and SHAPES of real models. PyTorch
 and Triton are optional: where either is missing (CI, the emulator, a CPU runtime) its rows are
 skipped, and the chapter shows the results recorded on a GPU
-(``python -m book.studies.alternatives`` records them: results/<gpu>/11_alternatives.csv).
+(``python -m book.studies.alternatives`` records them: results/<gpu>/11_alternatives.csv);
+``BOOK_ALTERNATIVES=recorded`` shows the recorded results on a GPU host too (:func:`why_recorded`).
+The ladder lists IN_LADDER's records at n = 4096 after cuBLAS (:func:`ladder_rows`).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pandas as pd
 
 from ..harness import results
 from ..harness.check import TOLERANCE
+from ..harness.device import device_report
 from ..harness.measure import sweep
 from ..launch.runtime import BACKEND
 from ..registry import TF32_TOLERANCE
@@ -44,8 +47,29 @@ SHORT = {(4096, 4096, 4096): "4096³ (the ladder)", (8192, 8192, 8192): "8192³"
 ROUNDS = 3
 
 
+SWITCH = "BOOK_ALTERNATIVES"
+"""Unset (or ``auto``): chapter 11 measures where a GPU, PyTorch and Triton are all here, else
+shows the recorded results; ``recorded``: the recorded results on any machine (on a GPU host, the
+chapter as a machine without Triton runs it)."""
+
+
 def have(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
+
+
+def why_recorded() -> str | None:
+    """Why chapter 11 shows recorded results instead of measuring here, in a few words (the
+    start of the line it prints); None where it measures: a GPU, PyTorch and Triton, and
+    :data:`SWITCH` not set to ``recorded``."""
+    mode = os.environ.get(SWITCH, "auto").strip().lower() or "auto"
+    if mode not in ("auto", "recorded"):
+        raise ValueError(f"{SWITCH}={os.environ[SWITCH]!r}: use 'recorded' (or leave it unset)")
+    if mode == "recorded":
+        return f"{SWITCH}=recorded"
+    if BACKEND != "gpu":
+        return "No GPU here"
+    missing = [m for m in ("torch", "triton") if not have(m)]
+    return f"{' and '.join(missing)} not installed here" if missing else None
 
 
 @dataclass(frozen=True)
@@ -158,15 +182,18 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def recorded_or_live() -> pd.DataFrame:
-    """This GPU's measurement where PyTorch and Triton are installed (saved as FILE), else the
-    results recorded on a GPU, announced in one line."""
-    if BACKEND == "gpu" and have("torch") and have("triton"):
+    """This GPU's measurement where a GPU, PyTorch and Triton are here (saved as FILE where
+    saving is on), else the results recorded on a GPU (:func:`why_recorded`); either way one
+    line says which."""
+    why = why_recorded()
+    if why is None:
         df = results.keep(measure(), FILE)
-        df.attrs["source"] = f"measured in this run on {df.device.iloc[0]}, {df.date.iloc[0]}"
+        df.attrs.update(source=f"measured in this run on {df.device.iloc[0]}, {df.date.iloc[0]}",
+                        device=device_report())
+        print(f"The comparison below was {df.attrs['source']}.")
         return df
-    missing = "No GPU here" if BACKEND != "gpu" else "PyTorch or Triton is not installed here"
     df = results.load(FILE)
-    print(f"{missing}: the comparison below uses results {df.attrs['source']}.")
+    print(f"{why}: the comparison below uses results {df.attrs['source']}.")
     return df
 
 
@@ -175,7 +202,9 @@ PANELS = {"float32 FMAs": ["book_sgemm", "triton_fp32", "torch_fp32"],
           ["book_tf32x3", "triton_tf32x3", "torch_tf32"]}
 """The figure's panels: the kernels at float32's accuracy (FFMA, or 3xTF32 on the tensor cores
 in the second panel), beside plain TF32."""
-LOOK = {"the book": ("#17becf", "o"), "Triton": ("#ff7f0e", "s"), "PyTorch": ("#9467bd", "D")}
+LOOK = {"the book": ("#17becf", "o"), "Triton": ("#393b79", "s"), "PyTorch": ("#9c9ede", "D")}
+"""Each library's colour and marker: the book's in chapter 9's colour (book.sgemm), Triton and
+PyTorch in the ladder's colour for what you would use instead (``plots.FAMILIES``), two shades."""
 
 
 def plot(df: pd.DataFrame):
@@ -214,13 +243,81 @@ def plot(df: pd.DataFrame):
     return check_readable(fig)
 
 
-def at_ladder_size(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows at the ladder's n = 4096: kernel, label, precision, GFLOP/s, x cuBLAS, error."""
-    rows = df[(df.M == 4096) & (df.N == 4096) & (df.K == 4096) & (df.status == "ok")]
+def at_ladder_size(df: pd.DataFrame, n: int = 4096) -> pd.DataFrame:
+    """The checked rows at the ladder's n: kernel, label, precision, GFLOP/s, x cuBLAS, error."""
+    rows = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.status == "ok")]
     return rows[["kernel", "label", "precision", "gflops", "x_cublas", "rel_error"]].reset_index(drop=True)
+
+
+ARITHMETIC = {"fp32": "FP32 FMAs", "tf32x3": "3xTF32", "tf32": "TF32"}
+"""Each precision in a table's words: float32 FMAs (cuBLAS SGEMM's kind), three TF32 products at
+float32's accuracy (chapter 10), one TF32 product at TF32's accuracy."""
+
+
+def table(df: pd.DataFrame, n: int = 4096) -> pd.DataFrame:
+    """Chapter 11's table at the ladder's n: each kernel's arithmetic, GFLOP/s, time over cuBLAS
+    SGEMM's in the same rounds and largest error, cuBLAS's own row first (its GFLOP/s in these
+    rounds: a row's GFLOP/s over it gives the ratio, to the rounding of medians), for
+    :func:`~book.harness.tables.readable`."""
+    rows = at_ladder_size(df, n)
+    rows = pd.concat([rows[rows.kernel == "cublas"], rows[rows.kernel != "cublas"]])
+    return pd.DataFrame({"kernel": rows.label.to_numpy(),
+                         "arithmetic": rows.precision.map(ARITHMETIC).to_numpy(),
+                         "gflops": rows.gflops.to_numpy(),
+                         "x cuBLAS SGEMM": rows.x_cublas.round(2).to_numpy(),
+                         "rel_error": rows.rel_error.to_numpy()}).set_index("kernel")
+
+
+IN_LADDER = ("triton_fp32", "torch_fp32", "triton_tf32x3", "torch_tf32")
+"""The alternatives the ladder (and the README's copy) lists after cuBLAS; book.sgemm's rows there
+come from chapters 9 and 10."""
+
+
+def ladder_rows(gpu: str, n: int = 4096) -> pd.DataFrame:
+    """The record of each IN_LADDER kernel at n on results folder ``gpu`` (none where the GPU
+    has no FILE): kernel, label, precision, GFLOP/s, x cuBLAS, error. The one read of these
+    numbers that the ladder, the README and the landing page share."""
+    try:
+        df = results.load(FILE, gpu)
+    except FileNotFoundError:
+        return at_ladder_size(pd.DataFrame(columns=["M", "N", "K", "status", "kernel", "label",
+                                                    "precision", "gflops", "x_cublas", "rel_error"]), n)
+    rows = at_ladder_size(df, n)
+    rows = rows[rows.kernel.isin(IN_LADDER)]
+    return rows.set_index("kernel").loc[[k for k in IN_LADDER if k in set(rows.kernel)]].reset_index()
+
+
+WEAK = {"ffn_out": (512, 768, 3072), "decode": (16, 4096, 4096)}
+"""The two shapes where Triton's kernel falls furthest behind, which the chapter explains."""
+
+
+def numbers(df: pd.DataFrame, n: int = 4096) -> dict:
+    """What chapter 11's prose says about the comparison, computed from ``df`` (recorded or this
+    run's), by name for ``glue``: the device and its SMs, each kernel's x cuBLAS and error at n,
+    its x cuBLAS at the WEAK shapes (``x_<kernel>_<shape>``) and its range over the large shapes
+    (M, N and K at least 2048), how far the fastest FP32 call there passed cuBLAS (%), and the
+    book's 3xTF32 over Triton's at n. A kernel that did not run or pass its check here (e.g.
+    3xTF32 without wgmma) gives NaN, so that every name the prose reads is glued."""
+    ok = df[df.status == "ok"]
+    at = at_ladder_size(df, n).set_index("kernel")
+    large = ok[(ok.M >= 2048) & (ok.N >= 2048) & (ok.K >= 2048)]
+    out = {"alt_device": results.short_name(df.device.iloc[0]),
+           "alt_sms": int(df.attrs["device"]["sms"])}
+    for kernel in ["cublas"] + [a.id for a in ALTERNATIVES]:
+        out[f"x_{kernel}"] = at.x_cublas.get(kernel, np.nan)
+        out[f"err_{kernel}"] = at.rel_error.get(kernel, np.nan)
+        for name, (M, N, K) in WEAK.items():
+            here = ok[(ok.M == M) & (ok.N == N) & (ok.K == K) & (ok.kernel == kernel)].x_cublas
+            out[f"x_{kernel}_{name}"] = here.iloc[0] if len(here) else np.nan
+        mine = large[large.kernel == kernel].x_cublas
+        out[f"x_{kernel}_large_min"], out[f"x_{kernel}_large_max"] = mine.min(), mine.max()
+    fp32 = large[(large.precision == "fp32") & (large.kernel != "cublas")]
+    out["fp32_best_large_pct"] = 100 * (fp32.x_cublas.max() - 1)
+    out["book_over_triton_tf32x3"] = out["x_book_tf32x3"] / out["x_triton_tf32x3"]
+    return out
 
 
 if __name__ == "__main__":
     pd.set_option("display.width", 220)
-    table = results.keep(measure(), FILE)
-    print(table.drop(columns=["device", "date"]).round(3).to_string(index=False))
+    measured = results.keep(measure(), FILE)
+    print(measured.drop(columns=["device", "date"]).round(3).to_string(index=False))

@@ -34,7 +34,8 @@ def matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, PRECISION: tl.constex
         y = tl.load(b + (k0 + k)[:, None] * sbk + n[None, :] * sbn,
                     mask=(k0 + k[:, None] < K) & (n[None, :] < N), other=0.0)
         acc = tl.dot(x, y, acc, input_precision=PRECISION)
-    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc, mask=(m[:, None] < M) & (n[None, :] < N))
+    tl.store(c + m[:, None] * scm + n[None, :] * scn, acc,
+             mask=(m[:, None] < M) & (n[None, :] < N))
 
 
 def triton_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, precision: str = "ieee") -> None:
