@@ -68,7 +68,8 @@ def test_book_alternatives_recorded_shows_the_records_on_a_gpu_host_with_both(mo
     assert alt.why_recorded() == "BOOK_ALTERNATIVES=recorded"
     df = alt.recorded_or_live()
     said = capsys.readouterr().out
-    assert said.startswith("BOOK_ALTERNATIVES=recorded: the comparison below uses results recorded on ")
+    assert said.startswith("BOOK_ALTERNATIVES=recorded: the comparison with Triton and PyTorch "
+                           "(the last section) uses results recorded on ")
     assert said.count("\n") == 1
     assert {a.id for a in alt.ALTERNATIVES} <= set(df.kernel) and (df.status == "ok").all()
 
@@ -85,7 +86,8 @@ def test_without_the_switch_a_gpu_host_with_both_measures(monkeypatch, capsys):
     monkeypatch.setattr(alt.results, "saving", lambda: False)
     df = alt.recorded_or_live()
     assert df is measured and df.attrs["source"].startswith("measured in this run on ")
-    assert capsys.readouterr().out.startswith("The comparison below was measured in this run on ")
+    assert capsys.readouterr().out.startswith("The comparison with Triton and PyTorch "
+                                              "(the last section) was measured in this run on ")
 
 
 def test_the_switch_names_what_is_missing_and_refuses_an_unknown_value(monkeypatch):

@@ -190,10 +190,11 @@ def recorded_or_live() -> pd.DataFrame:
         df = results.keep(measure(), FILE)
         df.attrs.update(source=f"measured in this run on {df.device.iloc[0]}, {df.date.iloc[0]}",
                         device=device_report())
-        print(f"The comparison below was {df.attrs['source']}.")
+        print(f"The comparison with Triton and PyTorch (the last section) was {df.attrs['source']}.")
         return df
     df = results.load(FILE)
-    print(f"{why}: the comparison below uses results {df.attrs['source']}.")
+    print(f"{why}: the comparison with Triton and PyTorch (the last section) uses results "
+          f"{df.attrs['source']}.")
     return df
 
 
