@@ -539,6 +539,30 @@ def by_ratio(two: pd.DataFrame) -> pd.DataFrame:
             .drop(columns="kernel").rename_axis("kernel").sort_values("ratio", ascending=False))
 
 
+SAME_GPU = 0.05
+"""How far apart two GPUs' figures of one kernel may be and still read as the same speed: about
+cuBLAS's own spread between runs (:func:`cublas_spread`)."""
+
+
+def gains(df: pd.DataFrame, two: pd.DataFrame, base: str, other: str) -> dict[str, str]:
+    """The kernels of :func:`compare` that run more than :data:`SAME_GPU` faster on ``other``,
+    in words, split by the roofline: ``dram``, those left of both GPUs' ridge points (DRAM
+    bandwidth limits them); ``rest``, the others (the roofline does not account for their gain);
+    "none" where there are none. Each kernel as its label, its ratio and its FLOPs per DRAM byte
+    on both GPUs (the recorded counters of each)."""
+    ai = {d: intensity(df, results.load("09_traffic", results.gpu_slug(d)), d).ai_dram
+          for d in (base, other)}
+    ridge = {d: ceilings_of(d)[0] / ceilings_of(d)[1] for d in (base, other)}
+    out = {"dram": [], "rest": []}
+    for _, row in two[two.ratio > 1 + SAME_GPU].sort_values("ratio", ascending=False).iterrows():
+        a = [ai[d].get(row.kernel, float("nan")) for d in (base, other)]
+        left = all(v < ridge[d] for v, d in zip(a, (base, other)))
+        out["dram" if left else "rest"].append(
+            f"{row.label} ({row.ratio:.2f}x; {a[0]:.1f} and {a[1]:.1f} FLOPs per DRAM byte)"
+            if a[0] == a[0] else f"{row.label} ({row.ratio:.2f}x)")
+    return {k: "; ".join(v) if v else "none" for k, v in out.items()}
+
+
 def compare_ceilings(base: str, other: str) -> pd.DataFrame:
     """The measured ceilings of two GPUs (FMA peak, copy bandwidth, cuBLAS at 4096, and the ridge
     point where the copy-bandwidth slope meets the FMA peak), and ``other`` over ``base``."""
