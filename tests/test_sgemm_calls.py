@@ -227,3 +227,16 @@ def test_a_switch_that_changes_the_plan_or_new_scratch_memory_forgets_replays(mo
     replay.clear()
     replay.keep("key", lambda *args: None, since)
     assert "key" not in replay.TABLE
+
+
+def test_alpha_minus_zero_is_not_replayed_as_zero(monkeypatch):
+    """-0.0 == 0.0 in Python, but C = -0.0 A B writes -0.0 where A B > 0: alpha's and beta's
+    signs are part of a call's key, so a call with alpha = -0.0 is not a replay of one with 0.0."""
+    _force(monkeypatch, S.Plan("64x64", 2))
+    a, b = np.ones((9, 10), np.float32), np.ones((10, 11), np.float32)
+    A, B = to_device(a), to_device(b)
+    for _ in range(2):  # (the second call: a replay)
+        assert not np.signbit(to_host(S.sgemm(A, B, alpha=0.0))).any()
+    assert call._key(A, B, None, -0.0, 0.0, "fp32") not in replay.TABLE
+    for _ in range(2):
+        assert np.signbit(to_host(S.sgemm(A, B, alpha=-0.0))).all()

@@ -6,6 +6,7 @@ shape and layout (``choice.plan_for``; a first call on a GPU times the model's b
 """
 from __future__ import annotations
 
+from math import copysign
 from os import environ as _environ
 from threading import get_ident
 
@@ -64,19 +65,21 @@ _SCALARS = (int, float)
 
 def _key(A, B, out, alpha, beta, precision) -> tuple:
     """What a call's launches depend on besides its operands' addresses: their shapes, strides,
-    types and addresses mod 16 (the builds for rows that start off 16 bytes), alpha, beta and
+    types and addresses mod 16 (the builds for rows that start off 16 bytes), alpha and beta
+    with their signs (-0.0 == 0.0, but a launch given -0.0 writes -0.0 where 0.0 writes 0.0),
     the precision, the switches that change a plan (BOOK_ASSUME_CC, BOOK_SGEMM_LEARN), and the
     (stream, device, thread) whose scratch memory they use."""
     env = (_environ.get("BOOK_ASSUME_CC"), _environ.get("BOOK_SGEMM_LEARN"))
     if BACKEND == "gpu":
         return (A.shape, A.strides, A.dtype, A.data.ptr & 15, B.shape, B.strides, B.dtype,
                 B.data.ptr & 15, None if out is None else
-                (out.shape, out.strides, out.dtype, out.data.ptr & 15), alpha, beta, precision,
-                env, xp.cuda.get_current_stream().ptr, xp.cuda.runtime.getDevice(), get_ident())
+                (out.shape, out.strides, out.dtype, out.data.ptr & 15), alpha, copysign(1, alpha),
+                beta, copysign(1, beta), precision, env, xp.cuda.get_current_stream().ptr,
+                xp.cuda.runtime.getDevice(), get_ident())
     return (A.shape, A.strides, A.dtype, A.ctypes.data & 15, B.shape, B.strides, B.dtype,
             B.ctypes.data & 15, None if out is None else
-            (out.shape, out.strides, out.dtype, out.ctypes.data & 15), alpha, beta, precision,
-            env, 0, 0, get_ident())
+            (out.shape, out.strides, out.dtype, out.ctypes.data & 15), alpha, copysign(1, alpha),
+            beta, copysign(1, beta), precision, env, 0, 0, get_ident())
 
 
 def _replay_fp32(run, flips: tuple):

@@ -104,7 +104,7 @@ def _packed(X, rows: int, cols: int, ldx: int, ldy: int, slot: int):
     rows ldx floats apart (09_transpose.cu)."""
     Y = _workspace(cols * ldy, slot).reshape(cols, ldy)
     tiles = ceil_div(rows, 32) * ceil_div(cols, 32)
-    _transpose()((tiles,), (32, 8), (_arg(X), *_ints(ldx), _arg(Y), *_ints(ldy, rows, cols)))
+    _transpose()((tiles,), (32, 8), (X, *_ints(ldx), Y, *_ints(ldy, rows, cols)))
     return Y
 
 
@@ -153,20 +153,12 @@ def _row_align(layout: str, lda: int, ldb: int, A=None, B=None) -> int:
     return align
 
 
-def _arg(x):
-    """The kernel argument for array x: the array itself (CuPy passes its address, a view's
-    first float; the emulator copies whole arrays), so that a recording (``replay``) knows
-    which array each address is."""
-    return x
-
-
 def _aligned_copy(B, K: int, N: int, ldb: int):
     """The K x N matrix B (rows ldb floats apart, starting anywhere) copied into rows of
     4 * ceil(N / 4) floats, zeros past N, in workspace slot 5 (09_transpose.cu's pad_rows)."""
     ldy = 4 * ceil_div(N, 4)
     Y = _workspace(K * ldy, slot=5).reshape(K, ldy)
-    _pad_rows()((ceil_div(K * ldy // 4, 256),), (256,), (_arg(B), *_ints(ldb), _arg(Y),
-                                                         *_ints(ldy, K, N)))
+    _pad_rows()((ceil_div(K * ldy // 4, 256),), (256,), (B, *_ints(ldb), Y, *_ints(ldy, K, N)))
     return Y
 
 
@@ -195,8 +187,7 @@ def _epilogue(work, C, rows: int, cols: int, c_row: int, c_col: int, splits: int
     floats apart, default ``cols``) + beta C, element (i, j) of C at C[i c_row + j c_col]
     (09_splitk.cu's splitk_reduce)."""
     grid = (min(ceil_div(rows * cols, 256), 4096),)
-    _reducer()(grid, (256,), (_arg(work), _arg(C), *_ints(rows, cols, w_row or cols, c_row, c_col,
-                                                          splits),
+    _reducer()(grid, (256,), (work, C, *_ints(rows, cols, w_row or cols, c_row, c_col, splits),
                               np.float32(alpha), np.float32(beta)))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..launch.runtime import LaunchError
 from ..registry import KernelSpec, ceil_div
 from .kernels import (_BK, CONFIGS, FALLBACK, SKINNY_PR, SKINNY_SPLITS, SKINNY_WARPS, _address,
-                      _aligned_copy, _arg, _entry, _epilogue, _ints, _kernel, _outer_grid, _packed,
+                      _aligned_copy, _entry, _epilogue, _ints, _kernel, _outer_grid, _packed,
                       _resident_blocks, _row_align, _skinny, _spec, _tickets, _workspace)
 from .operands import _launch_in_layout
 
@@ -154,13 +154,12 @@ class Plan:
             self._streamk(A, B, C, M, N, K, lda, ldb, ldc, shares, align)
             return
         kernel, grid, sizes, whole = _launches(self, M, N, K, lda, ldb, ldc, align)
-        A, B = _arg(A), _arg(B)
         if whole:
-            kernel(grid, (A, B, _arg(C), *sizes))
+            kernel(grid, (A, B, C, *sizes))
             return
         ldw = 4 * ceil_div(N, 4)  # the slices' rows: whole 16-byte pieces (09_sgemm.cu)
         work = _workspace(grid[2] * M * ldw)
-        kernel(grid, (A, B, _arg(work), *sizes))
+        kernel(grid, (A, B, work, *sizes))
         _epilogue(work, C, M, N, ldc, 1, grid[2], alpha, beta, ldw)
 
     def _streamk(self, A, B, C, M, N, K, lda, ldb, ldc, shares, align: int):
@@ -176,16 +175,16 @@ class Plan:
         whole = tiles // shares * shares
         if whole:
             _kernel(self.config, "matmul_tiles" + ld, self.layout, align)(
-                (whole,), (_arg(A), _arg(B), _arg(C), *sizes))
+                (whole,), (A, B, C, *sizes))
         if whole == tiles:
             return
-        work_area = _arg(_workspace(2 * shares * tile_m * tile_n))
+        work_area = _workspace(2 * shares * tile_m * tile_n)
         _kernel(self.config, "matmul_streamk" + ld, self.layout, align)(
-            (shares,), (_arg(A), _arg(B), _arg(C), work_area, *sizes, *_ints(shares)))
+            (shares,), (A, B, C, work_area, *sizes, *_ints(shares)))
         parts = tile_m * tile_n // (16 * self.spec.block[0])  # FIXUP_FLOATS per part
         sizes = _ints(M, N, K, lda, ldb, ldc, shares)  # shares > 1 here: one takes every tile
         _kernel(self.config, "streamk_fixup", self.layout, align)(
-            (shares - 1, parts), (work_area, _arg(C), _arg(A), _arg(B), *sizes))
+            (shares - 1, parts), (work_area, C, A, B, *sizes))
 
 
 @dataclass(frozen=True)
@@ -267,7 +266,7 @@ class Skinny:
         a_mk = (lda, 1) if self.layout[0] == "n" else (1, lda)
         if self.side == "k":
             _skinny(self.pr, "skinny_outer")(_outer_grid(self.pr, M, N), (32 * SKINNY_WARPS,), (
-                _arg(A), *_ints(*a_mk), _arg(B), *_ints(*b_kn), _arg(C),
+                A, *_ints(*a_mk), B, *_ints(*b_kn), C,
                 *_ints(ldc, M, N, K), np.float32(alpha), np.float32(beta)))
             return
         if self.side == "n":  # C (M x N, N few) = A B
@@ -285,8 +284,8 @@ class Skinny:
         work = _workspace(splits * R * P) if splits > 1 else _workspace(1)
         # (the slices' sums: the last block of each column of the grid, counted in _tickets)
         _skinny(self.pr, "skinny_dots" if self.dots else "skinny_rows")(grid, (32 * SKINNY_WARPS,), (
-            _arg(X), *_ints(ldx), _arg(Y), *_ints(*y), _arg(C), *_ints(*z, R, P, K),
-            np.float32(alpha), np.float32(beta), _arg(work), _arg(_tickets(grid[0]))))
+            X, *_ints(ldx), Y, *_ints(*y), C, *_ints(*z, R, P, K),
+            np.float32(alpha), np.float32(beta), work, _tickets(grid[0])))
 
 
 def skinny_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132) -> list:

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..blas import (CANDIDATES_FILE, LAYOUTS, PLANS_FILE, builds_for, candidates,
                     logical_operands, model_seconds, plan_for, sgemm, use_plans)
-from ..blas.kernels import _arg, _entry, _ints, _sms, _spec
+from ..blas.kernels import _entry, _ints, _sms, _spec
 from ..blas.model import _bandwidth
 from ..harness import results
 from ..harness.measure import build_ahead, sweep
@@ -410,7 +410,7 @@ def block_times(config: str, n: int, move_edges: bool = True, repeats: int = 3) 
     A, B = device_inputs(n, n, n, seed=0)
     C, T = xp.empty((n, n), dtype=xp.float32), xp.zeros(3 * gx * gy, dtype=xp.uint64)
     for _ in range(repeats):
-        kernel((gx, gy), spec.block, (_arg(A), _arg(B), _arg(C), *_ints(n, n, n), _arg(T)),
+        kernel((gx, gy), spec.block, (A, B, C, *_ints(n, n, n), T),
                shared_mem=spec.shared_mem(0))
     t = (T.get() if BACKEND == "gpu" else T).reshape(-1, 3).astype(np.int64)
     by, bx = np.divmod(np.arange(gx * gy), gx)
