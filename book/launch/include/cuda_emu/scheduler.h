@@ -15,9 +15,12 @@ inline const char* const kOpNames[] = {"a __shfl*_sync", "a vote (__ballot/__any
 
 // One lane's fragments of a tensor-core mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 // (D = A B + C, A 16 x 8, B 8 x 8, C and D 16 x 8); the lane passes a pointer to it as its value.
+// With s8 set: of an mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (A 16 x 32, B 32 x 8,
+// four int8 packed in each of a and b, C and D in ci and di).
 struct MmaTf32 {
     unsigned a[4], b[2];
     float c[4], d[4];
+    int s8 = 0, ci[4], di[4];
 };
 inline void mma_tf32_release(MmaTf32* const (&lanes)[32]);
 

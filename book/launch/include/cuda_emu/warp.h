@@ -124,7 +124,40 @@ inline float cut_to_float(double x) {  // toward zero
     if (std::fabs(double(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
     return f;
 }
+// mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 for the whole warp: with g = lane / 4 and
+// t = lane % 4, a lane holds A[g][4t .. 4t + 3] in a[0] (the lowest byte first), A[g + 8][..] in
+// a[1], A[g][16 + 4t ..] in a[2], A[g + 8][16 + 4t ..] in a[3]; B[4t .. 4t + 3][g] in b[0],
+// B[16 + 4t ..][g] in b[1]; C and D as in the TF32 mma. Integer sums: exact, wrapping at 2^32.
+inline void mma_s8_release(MmaTf32* const (&lanes)[32]) {
+    int A[16][32], B[32][8];
+    long long C[16][8];
+    auto byte = [](unsigned w, unsigned i) { return int(static_cast<signed char>(w >> (8 * i))); };
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, t = l % 4;
+        const MmaTf32& f = *lanes[l];
+        for (unsigned i = 0; i < 4; ++i) {
+            A[g][4 * t + i] = byte(f.a[0], i), A[g + 8][4 * t + i] = byte(f.a[1], i);
+            A[g][16 + 4 * t + i] = byte(f.a[2], i), A[g + 8][16 + 4 * t + i] = byte(f.a[3], i);
+            B[4 * t + i][g] = byte(f.b[0], i), B[16 + 4 * t + i][g] = byte(f.b[1], i);
+            C[g + 8 * (i / 2)][2 * t + i % 2] = f.ci[i];
+        }
+    }
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, t = l % 4;
+        for (unsigned i = 0; i < 4; ++i) {
+            const unsigned r = g + 8 * (i / 2), c = 2 * t + i % 2;
+            long long sum = C[r][c];
+            for (unsigned k = 0; k < 32; ++k) sum += A[r][k] * B[k][c];
+            lanes[l]->di[i] = int(static_cast<unsigned>(sum));
+        }
+    }
+}
+
 inline void mma_tf32_release(MmaTf32* const (&lanes)[32]) {
+    if (lanes[0]->s8) {
+        mma_s8_release(lanes);
+        return;
+    }
     auto value = [](unsigned bits) {
         bits &= 0xFFFFE000u;
         float f;
@@ -168,6 +201,15 @@ inline void mma_tf32(int line, float (&d)[4], const unsigned (&a)[4], const unsi
     frag.b[0] = b[0], frag.b[1] = b[1];
     warp_op(MMA, 0xffffffffu, reinterpret_cast<unsigned long long>(&frag), 0, line);
     for (int i = 0; i < 4; ++i) d[i] = frag.d[i];
+}
+inline void mma_s8(int line, int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                   const int (&c)[4]) {
+    MmaTf32 frag;
+    frag.s8 = 1;
+    for (int i = 0; i < 4; ++i) frag.a[i] = a[i], frag.ci[i] = c[i];
+    frag.b[0] = b[0], frag.b[1] = b[1];
+    warp_op(MMA, 0xffffffffu, reinterpret_cast<unsigned long long>(&frag), 0, line);
+    for (int i = 0; i < 4; ++i) d[i] = frag.di[i];
 }
 inline unsigned activemask(int line) {  // see release_active
     return unsigned(warp_op(ACTIVE, 1u << worker->current->lane, 0, 0, line));

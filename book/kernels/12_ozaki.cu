@@ -1,0 +1,145 @@
+// 12_ozaki.cu -- chapter 12: float32 products from INT8 tensor cores, the Ozaki scheme II (Ozaki,
+// Uchino and Imamura, 2025). book/models/ozaki.py is the same computation in NumPy, step by step;
+// the kernels agree with it bit for bit.
+//
+// Idea: scale each row of A and each column of B by a power of two and round to integers of p
+//   bits; take their residues modulo n small coprime moduli (int8); multiply the residues on the
+//   tensor cores, exactly in int32; rebuild each element of the integer product from its n
+//   residues by the Chinese remainder theorem, in float64; scale back.
+// The passes (each its own launch):
+//   ozaki_shifts       the power of two of each row of A (of each column of B, read as a row of B^T)
+//   ozaki_residues     the scaled integers' residues, n int8 matrices, k padded to a multiple of 32
+//   ozaki_products     for each modulus, the INT8 product (mma.sync m16n8k32), kept mod m (uint8)
+//   ozaki_reconstruct  the CRT in float64 (high parts exact, low parts after), scaled to float32
+// This is the first, plain version: every pass reads global memory directly; the products use one
+//   warp per 16 x 8 tile of C, its fragments loaded straight from the residues.
+// Launch (book/blas/ozaki.py): any sizes with K < 2^17; finite inputs. Compute capability 8.0.
+#include "common.cuh"
+
+// float64 products and sums that are never fused into an FMA (the model rounds each one).
+#ifdef __CUDA_ARCH__
+#define DMUL(a, b) __dmul_rn(a, b)
+#define DADD(a, b) __dadd_rn(a, b)
+#else
+#define DMUL(a, b) ((a) * (b))
+#define DADD(a, b) ((a) + (b))
+#endif
+
+// D = A B + C for one 16 x 32 x 8 tile of int8 operands, int32 sums, by the 32 lanes of a warp.
+// With g = lane / 4 and t = lane % 4 a lane holds, four int8 to a register, the lowest byte first:
+//   a[0] = A[g][4t .. 4t + 3], a[1] = A[g + 8][4t ..], a[2] = A[g][16 + 4t ..], a[3] = A[g + 8][16 + 4t ..]
+//   b[0] = B[4t .. 4t + 3][g], b[1] = B[16 + 4t ..][g]
+//   c[0], c[1] = C[g][2t], C[g][2t + 1];  c[2], c[3] = C[g + 8][2t], C[g + 8][2t + 1]
+__device__ __forceinline__ void mma_s8(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                                       const int (&c)[4]) {
+#ifdef __CUDA_ARCH__
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]),
+          "r"(c[1]), "r"(c[2]), "r"(c[3]));
+#else
+    ::cuda_emu::mma_s8(__LINE__, d, a, b, c);
+#endif
+}
+
+// The power of two of each row of X (rows x cols, element (i, k) at X[i * xr + k * xc]): p minus
+// the exponent e of its largest magnitude (= f 2^e, 0.5 <= f < 1), so that the row times 2^s[i]
+// stays below 2^p; 0 for a row of zeros. One warp per row; blockDim.x a multiple of 32.
+extern "C" __global__ void ozaki_shifts(const float* __restrict__ X, int rows, int cols,
+                                        long long xr, long long xc, int p, int* __restrict__ s) {
+    const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    if (row >= rows) return;  // (whole warps)
+    float m = 0.0f;
+    for (int k = lane; k < cols; k += 32) m = fmaxf(m, fabsf(X[row * xr + k * xc]));
+    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) {
+        int e;
+        frexpf(m, &e);
+        s[row] = m > 0.0f ? p - e : 0;
+    }
+}
+
+// The residues of the scaled rows: R[l * slice + i * ldr + k] = rint(X(i, k) 2^s[i]) mod m_l in
+// the symmetric range (-m_l / 2 .. (m_l - 1) / 2, an int8), for l < n, i < rows_pad, k < ldr:
+// zeros past the rows and columns of X (ldr: cols rounded up to 32, the k-step of the mma).
+extern "C" __global__ void ozaki_residues(const float* __restrict__ X, int rows, int cols,
+                                          long long xr, long long xc, const int* __restrict__ s,
+                                          int n, const int* __restrict__ moduli,
+                                          signed char* __restrict__ R, int rows_pad, int ldr,
+                                          long long slice) {
+    const long long total = (long long)rows_pad * ldr;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(e / ldr), k = (int)(e % ldr);
+        const int v = i < rows && k < cols ? (int)rintf(ldexpf(X[i * xr + k * xc], s[i])) : 0;
+        for (int l = 0; l < n; ++l) {
+            const int m = moduli[l];
+            int r = v % m;
+            if (r < 0) r += m;
+            if (r > (m - 1) / 2) r -= m;
+            R[l * slice + e] = (signed char)r;
+        }
+    }
+}
+
+// For modulus l = blockIdx.z: R[l * r_slice + i * N + j] = (RA_l RB_l^T)(i, j) mod m_l, in
+// 0 .. m_l - 1. RA_l: A's residues, M rounded up to 32 rows of Kp int8; RB_l: B's, a row per
+// column of B, N rounded up to 16 rows; Kp a multiple of 32. A warp computes
+// a 16 x 8 tile of C, a block of 4 warps 32 x 16.
+extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
+                                          const signed char* __restrict__ RB,
+                                          unsigned char* __restrict__ R, int M, int N, int Kp,
+                                          long long a_slice, long long b_slice,
+                                          long long r_slice, const int* __restrict__ moduli) {
+    const int l = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int i0 = blockIdx.y * 32 + (warp / 2) * 16, j0 = blockIdx.x * 16 + (warp % 2) * 8;
+    const signed char* a = RA + l * a_slice + (long long)(i0 + g) * Kp + 4 * t;
+    const signed char* b = RB + l * b_slice + (long long)(j0 + g) * Kp + 4 * t;
+    int acc[4] = {0, 0, 0, 0};
+    for (int k = 0; k < Kp; k += 32) {
+        const unsigned af[4] = {*reinterpret_cast<const unsigned*>(a + k),
+                                *reinterpret_cast<const unsigned*>(a + 8LL * Kp + k),
+                                *reinterpret_cast<const unsigned*>(a + k + 16),
+                                *reinterpret_cast<const unsigned*>(a + 8LL * Kp + k + 16)};
+        const unsigned bf[2] = {*reinterpret_cast<const unsigned*>(b + k),
+                                *reinterpret_cast<const unsigned*>(b + k + 16)};
+        mma_s8(acc, af, bf, acc);
+    }
+    const int m = moduli[l];
+    for (int q = 0; q < 4; ++q) {
+        const int i = i0 + g + 8 * (q / 2), j = j0 + 2 * t + q % 2;
+        if (i < M && j < N) {
+            int r = acc[q] % m;
+            if (r < 0) r += m;
+            R[l * r_slice + (long long)i * N + j] = (unsigned char)r;
+        }
+    }
+}
+
+// C[i * ldc + j] = C'(i, j) 2^-(sa[i] + sb[j]), rounded to float32, C' rebuilt from its residues
+// R[l * r_slice + i * N + j] (l < n) by the Chinese remainder theorem. K holds, in float64,
+// w_hi[0 .. n - 1], w_lo[0 .. n - 1], P_hi, P_lo and 1 / P (book/models/ozaki.py's constants):
+// the sum of the high parts is exact, q = rint(sum / P), C' = (hi - q P_hi) + (lo - q P_lo).
+extern "C" __global__ void ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N,
+                                             long long r_slice, int n, const double* __restrict__ K,
+                                             const int* __restrict__ sa,
+                                             const int* __restrict__ sb, float* __restrict__ C,
+                                             int ldc) {
+    const long long total = (long long)M * N;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {
+        const int i = (int)(e / N), j = (int)(e % N);
+        double hi = 0.0, lo = 0.0;
+        for (int l = 0; l < n; ++l) {
+            const double r = R[l * r_slice + e];
+            hi = DADD(hi, DMUL(r, K[l]));
+            lo = DADD(lo, DMUL(r, K[n + l]));
+        }
+        const double q = rint(DMUL(DADD(hi, lo), K[2 * n + 2]));
+        const double x = DADD(DADD(hi, -DMUL(q, K[2 * n])), DADD(lo, -DMUL(q, K[2 * n + 1])));
+        C[(long long)i * ldc + j] = (float)ldexp(x, -(sa[i] + sb[j]));
+    }
+}

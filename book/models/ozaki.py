@@ -1,0 +1,85 @@
+"""Chapter 12's model: float32 matrix products from INT8 products, the Ozaki scheme II (Ozaki,
+Uchino and Imamura, 2025), in NumPy -- the reference the kernels of ``12_ozaki.cu`` are checked
+against bit for bit.
+
+The idea, for C = A B with A (M x K) and B (K x N) in float32:
+
+1. **Scale to integers.** Each row i of A is multiplied by a power of two, 2^sa[i], so that its
+   largest magnitude lies just below 2^p, and rounded to integers: A'[i, k] = rint(A[i, k]
+   2^sa[i]); each column j of B likewise, by 2^sb[j]. A float32 holds 24 bits, so with p >= 24
+   the largest entries of a row are exact, and an entry 2^d times smaller keeps 24 - d + (p - 24)
+   bits.
+2. **Residues.** For pairwise coprime moduli m_1 .. m_n of at most 256, the residues of A' and
+   B' modulo each, taken in the symmetric range (-m/2, m/2], fit in an int8.
+3. **Exact INT8 products.** For each modulus, the product of the residues, R_l = (A' mod m_l)
+   (B' mod m_l), accumulated in int32, is exact (|r| <= 128: K 128^2 < 2^31 for K < 2^17); so
+   R_l = A' B' (mod m_l).
+4. **Reconstruction.** By the Chinese remainder theorem, the residues of C' = A' B' modulo every
+   m_l fix C' modulo P = m_1 ... m_n; p is chosen so that |C'| <= K 2^(2p) < P / 2, so C' is the
+   representative of that class in (-P/2, P/2): C' = sum_l r_l w_l - q P with w_l = (P / m_l)
+   ((P / m_l)^-1 mod m_l) and q the nearest integer to sum_l r_l w_l / P. In float64, with each
+   w_l and P split into a high part, a multiple of 2^t so that the products and sums of the high
+   parts are exact, and a small low part.
+5. **Unscale.** C[i, j] = C'[i, j] 2^-(sa[i] + sb[j]), rounded once to float32.
+
+So the only errors are the rounding of small entries of a row or column in step 1 and the last
+rounding in step 5; the int8 products are exact. More moduli: more bits p, and each product
+costs one more INT8 GEMM.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..blas.ozaki import MAX_K, MODULI, Constants, bits, constants  # noqa: F401 (the model's too)
+
+
+def shifts(X: np.ndarray, p: int, axis: int) -> np.ndarray:
+    """The power of two for each row (axis 1) or column (axis 0) of X: p minus the exponent of
+    its largest magnitude (frexp: |x| = f 2^e, 0.5 <= f < 1), so that |x 2^s| < 2^p; 0 for an
+    all-zero row."""
+    amax = np.abs(X).max(axis=axis).astype(np.float32)
+    _, e = np.frexp(amax)
+    return np.where(amax > 0, p - e, 0).astype(np.int32)
+
+
+def scaled(X: np.ndarray, s: np.ndarray, axis: int) -> np.ndarray:
+    """rint(X 2^s), s per row (axis 1) or column (axis 0), computed in float32 (exact: a power
+    of two) and rounded to the nearest integer, ties to even, as int64."""
+    s = s[:, None] if axis == 1 else s[None, :]
+    return np.rint(np.ldexp(X.astype(np.float32), s)).astype(np.int64)
+
+
+def residues(X: np.ndarray, m: int) -> np.ndarray:
+    """X mod m in the symmetric range: -(m // 2) .. (m - 1) // 2 (for 256: -128 .. 127)."""
+    r = np.mod(X, m)
+    return np.where(r > (m - 1) // 2, r - m, r).astype(np.int8)
+
+
+def reconstruct(r: np.ndarray, n: int) -> np.ndarray:
+    """C' (float64) from its residues r[l] in 0 .. m_l - 1 (shape n x M x N), as the kernel
+    computes it: the high parts summed exactly, the low parts after, l = 0 .. n - 1 in order."""
+    c = constants(n)
+    s_hi = np.zeros(r.shape[1:])
+    s_lo = np.zeros(r.shape[1:])
+    for l in range(n):
+        x = r[l].astype(np.float64)
+        s_hi = s_hi + x * c.w_hi[l]
+        s_lo = s_lo + x * c.w_lo[l]
+    q = np.rint((s_hi + s_lo) * c.inv_p)
+    return ((s_hi - q * c.p_hi) + (s_lo - q * c.p_lo))
+
+
+def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
+    """C = A B (float32) by the Ozaki scheme II with the first ``n`` moduli, step by step as
+    ``12_ozaki.cu`` computes it (finite inputs)."""
+    A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
+    K = A.shape[1]
+    if K > MAX_K:
+        raise ValueError(f"K = {K}: at most {MAX_K} (int32 sums of int8 products)")
+    p = bits(n, K)
+    sa, sb = shifts(A, p, axis=1), shifts(B, p, axis=0)
+    Ai, Bi = scaled(A, sa, axis=1), scaled(B, sb, axis=0)
+    r = np.stack([np.mod(residues(Ai, m).astype(np.int64) @ residues(Bi, m).astype(np.int64), m)
+                  for m in constants(n).moduli])
+    Cp = reconstruct(r, n)
+    return np.ldexp(Cp, -(sa[:, None] + sb[None, :])).astype(np.float32)

@@ -1,0 +1,99 @@
+"""Chapter 12's Ozaki scheme II: the NumPy model (``book.models.ozaki``) -- its constants, its
+bound, its exactness on integers, its error against float64 -- and the kernels of
+``12_ozaki.cu`` (``book.blas.ozaki``), which must agree with the model bit for bit on odd shapes,
+on the emulator in CI and on the GPU host."""
+import math
+
+import numpy as np
+import pytest
+
+from book import LaunchError, to_device, to_host
+from book.blas.ozaki import ozaki_sgemm
+from book.harness.check import random_inputs, relative_error
+from book.models import ozaki as oz
+
+
+@pytest.mark.parametrize("n", [1, 4, 8, 16])
+def test_crt_weights_pick_out_one_modulus_each(n):
+    c = oz.constants(n)
+    P = c.product
+    assert P == math.prod(oz.MODULI[:n]) and math.gcd(*oz.MODULI) == 1
+    for l, m in enumerate(c.moduli):
+        w = int(c.w_hi[l]) + int(c.w_lo[l])  # (w_lo rounded: compare modulo each m below)
+        exact = (P // m) * pow(P // m, -1, m)
+        assert abs(w - exact) <= abs(exact) * 2.0 ** -50
+        assert exact % m == 1 and all(exact % o == 0 for o in c.moduli if o != m)
+    assert int(c.p_hi) % (1 << max(1, (n * 256 * P).bit_length() - 52)) == 0
+
+
+@pytest.mark.parametrize("n, K", [(2, 1), (4, 100), (8, 4096), (8, 8192), (12, 100_000)])
+def test_bits_keep_every_integer_product_inside_half_the_modulus(n, K):
+    p = oz.bits(n, K)
+    assert K * 4 ** p <= (oz.constants(n).product - 1) // 2 or p == 30
+    assert p == 30 or K * 4 ** (p + 1) > (oz.constants(n).product - 1) // 2
+
+
+def test_reconstruction_returns_the_integer_from_its_residues():
+    """Random integers in (-P/2, P/2): their residues rebuild them (exactly where |x| < 2^53)."""
+    rng = np.random.default_rng(0)
+    n = 8
+    P = oz.constants(n).product
+    xs = [int(v) for v in rng.integers(-(1 << 52), 1 << 52, 200)] + [P // 2 - 1, -(P // 2) + 1, 0]
+    r = np.array([[[x % m] for x in xs] for m in oz.MODULI[:n]], np.int64)  # n x len x 1
+    got = oz.reconstruct(r, n)[:, 0]
+    assert [float(x) for x in xs[:200]] == list(got[:200])
+    assert got[200] == pytest.approx(P // 2 - 1, rel=1e-15) and got[202] == 0
+
+
+def test_the_model_is_exact_where_the_integers_fit():
+    rng = np.random.default_rng(1)
+    a = rng.integers(-200, 200, (13, 40)).astype(np.float32)
+    b = rng.integers(-200, 200, (40, 9)).astype(np.float32)
+    assert np.array_equal(oz.ozaki(a, b, 4), (a.astype(np.float64) @ b).astype(np.float32))
+
+
+def test_more_moduli_more_accuracy_until_float32_s_last_rounding():
+    a, b = random_inputs(60, 50, 700, seed=3)
+    ref = a.astype(np.float64) @ b
+    errors = [relative_error(oz.ozaki(a, b, n), ref) for n in (5, 6, 7, 8)]
+    assert errors == sorted(errors, reverse=True)
+    assert errors[-1] < 2 * relative_error(ref.astype(np.float32), ref)  # the last rounding only
+    assert relative_error(oz.ozaki(a, b, 7), ref) < relative_error(a @ b, ref)  # below SGEMM's
+
+
+SHAPES = [(37, 30, 41), (70, 5, 200), (1, 1, 1), (33, 17, 65), (5, 70, 31)]
+
+
+@pytest.mark.parametrize("n", [3, 8])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n):
+    M, N, K = shape
+    a, b = random_inputs(M, N, K, seed=M + N + K)
+    a[0] *= 2.0 ** -30  # rows and columns of very different scales
+    b[:, -1] *= 2.0 ** 40
+    if M > 2:
+        a[1] = 0.0      # a row of zeros
+    out = to_device(np.full((M, N), np.nan, np.float32))
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), n, out=out))
+    want = oz.ozaki(a, b, n)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (shape, n)
+
+
+def test_eight_moduli_are_as_accurate_as_sgemm_on_random_inputs():
+    a, b = random_inputs(96, 80, 1000, seed=5)
+    ref = a.astype(np.float64) @ b
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 8))
+    assert relative_error(got, ref) < relative_error(a @ b, ref)
+
+
+def test_what_it_does_not_take_is_refused_before_a_launch():
+    a, b = random_inputs(8, 8, 8, seed=6)
+    bad = a.copy()
+    bad[2, 3] = np.inf
+    with pytest.raises(LaunchError, match="A holds Inf or NaN"):
+        ozaki_sgemm(to_device(bad), to_device(b))
+    with pytest.raises(LaunchError, match="A is 8 x 8 but B is 7 x 8"):
+        ozaki_sgemm(to_device(a), to_device(b[:7]))
+    with pytest.raises(LaunchError, match="K = 131072: at most 131071"):
+        ozaki_sgemm(to_device(np.ones((1, 131072), np.float32)),
+                    to_device(np.ones((131072, 1), np.float32)))
