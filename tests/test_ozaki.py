@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from book import LaunchError, to_device, to_host
-from book.blas.ozaki import ozaki_sgemm
+from book import LaunchError, sgemm, to_device, to_host
+from book.blas.ozaki import moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
 from book.models import ozaki as oz
 
@@ -86,12 +86,59 @@ def test_eight_moduli_are_as_accurate_as_sgemm_on_random_inputs():
     assert relative_error(got, ref) < relative_error(a @ b, ref)
 
 
+def _same(got, want) -> bool:
+    """Equal bit for bit, but any NaN for any NaN."""
+    nan = np.isnan(want)
+    return np.array_equal(np.isnan(got), nan) and np.array_equal(got[~nan].view(np.uint32),
+                                                                 want[~nan].view(np.uint32))
+
+
+def test_inf_and_nan_come_out_as_sgemm_gives_them():
+    """Rows of A and columns of B that hold Inf or NaN: their elements of C from a float32 FMA
+    chain (Inf, -Inf or NaN as the products and sums give them), the others by the scheme, their
+    scaling blind to the specials."""
+    a, b = random_inputs(20, 18, 50, seed=7)
+    a[2, 5], a[4, 0], a[6, 7], a[6, 8] = np.inf, np.nan, np.inf, -np.inf
+    b[3, 1], b[9, 16] = -np.inf, np.inf
+    b[5, 2] = 0.0
+    a[7, 5] = np.inf  # Inf times B's zero at (5, 2): NaN in C[7, 2]
+    want = oz.ozaki(a, b, 8)
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 8))
+    assert _same(got, want)
+    assert np.isposinf(want[2, 0]) or np.isneginf(want[2, 0])
+    assert np.isnan(want[4]).all() and not np.isfinite(want[6]).any() and np.isnan(want[7, 2])
+    ok = np.ones_like(want, bool)
+    ok[[2, 4, 6, 7]] = False
+    ok[:, [1, 16]] = False
+    with np.errstate(invalid="ignore"):
+        ref = a.astype(np.float64) @ b
+    assert np.isfinite(want[ok]).all() and relative_error(want[ok], ref[ok]) < 1e-7
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_sgemm_precision_ozaki_reads_any_layout_with_alpha_and_beta(layout):
+    M, N, K = 23, 19, 45
+    a, b = random_inputs(M, N, K, seed=8)
+    c0 = np.random.default_rng(9).random((M, N)).astype(np.float32)
+    A = to_device(np.ascontiguousarray(a.T)).T if layout[0] == "t" else to_device(a)
+    B = to_device(np.ascontiguousarray(b.T)).T if layout[1] == "t" else to_device(b)
+    want = oz.ozaki(a, b, moduli_for(K))
+    assert _same(to_host(sgemm(A, B, precision="ozaki")), want)
+    out = to_device(c0)
+    sgemm(A, B, out=out, alpha=0.5, beta=-2.0, precision="ozaki")
+    assert relative_error(to_host(out), 0.5 * (a.astype(np.float64) @ b) - 2.0 * c0) < 1e-6
+
+
+def test_an_older_gpu_is_told_what_precision_ozaki_needs(monkeypatch):
+    monkeypatch.setenv("BOOK_ASSUME_CC", "7.5")
+    a, b = random_inputs(8, 8, 8, seed=6)
+    with pytest.raises(LaunchError, match=r"precision='ozaki' runs on INT8 mma.sync \(compute "
+                                          r"capability 8.0\), and this device counts as 7.5"):
+        sgemm(to_device(a), to_device(b), precision="ozaki")
+
+
 def test_what_it_does_not_take_is_refused_before_a_launch():
     a, b = random_inputs(8, 8, 8, seed=6)
-    bad = a.copy()
-    bad[2, 3] = np.inf
-    with pytest.raises(LaunchError, match="A holds Inf or NaN"):
-        ozaki_sgemm(to_device(bad), to_device(b))
     with pytest.raises(LaunchError, match="A is 8 x 8 but B is 7 x 8"):
         ozaki_sgemm(to_device(a), to_device(b[:7]))
     with pytest.raises(LaunchError, match="K = 131072: at most 131071"):

@@ -17,12 +17,15 @@ from .choice import _known, learning, plan_for, settle
 from .kernels import FALLBACK, _workspace
 from .operands import _into, _operand, _whole
 from .plans import Plan, in_layout
+from .ozaki import _ozaki
 from .tf32x3 import _tf32x3, _tf32x3_replay
 
 
-PRECISIONS = ("fp32", "tf32x3")
+PRECISIONS = ("fp32", "tf32x3", "ozaki")
 """``sgemm``'s precisions: 'fp32', float32 FMAs (chapters 8 and 9); 'tf32x3', three TF32
-products on Hopper's tensor cores with float32 accuracy (chapter 10; compute capability 9.0)."""
+products on Hopper's tensor cores with float32 accuracy (chapter 10; compute capability 9.0);
+'ozaki', exact INT8 products of residues, the Ozaki scheme II (chapter 12, begun: its first,
+plain kernels; compute capability 8.0)."""
 
 
 def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str = "fp32"):
@@ -41,7 +44,9 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     with FFMA (their Inf and NaN as cuBLAS SGEMM's), split-K where tiles of C are few
     (``tf32x3_splits``), A split in registers where N <= TF32X3_AREG_MAX_N, and where
     M <= TF32X3_AREG_MAX_N < N the transpose C^T = B^T A^T the same way (B split in
-    registers); it reads C-contiguous copies of A and B where they are views. Safe on concurrent
+    registers); it reads C-contiguous copies of A and B where they are views.
+    ``precision='ozaki'``: ``ozaki.ozaki_sgemm`` with the fewest moduli whose integers keep 24
+    bits (``ozaki.moduli_for``: 8 up to K of about 24,000), K < 2^17. Safe on concurrent
     streams and threads: each (stream, thread) keeps its own scratch memory (``launch.streams``;
     ``streams.release()`` frees it), so calls in flight together never share a workspace."""
     if type(A) is xp.ndarray and type(B) is xp.ndarray and (out is None or type(out) is xp.ndarray):
@@ -119,6 +124,9 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
         out = xp.empty((M, N), dtype=xp.float32)
     elif out.shape != (M, N):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
+    if precision == "ozaki":  # (no replay yet)
+        _ozaki(A, B, out, alpha, beta)
+        return out
     if precision == "tf32x3":
         since = replay.generation()
         _tf32x3(A, B, out, alpha, beta)

@@ -13,7 +13,7 @@
 //   ozaki_reconstruct  the CRT in float64 (high parts exact, low parts after), scaled to float32
 // This is the first, plain version: every pass reads global memory directly; the products use one
 //   warp per 16 x 8 tile of C, its fragments loaded straight from the residues.
-// Launch (book/blas/ozaki.py): any sizes with K < 2^17; finite inputs. Compute capability 8.0.
+// Launch (book/blas/ozaki.py): any sizes with K < 2^17, any strides. Compute capability 8.0.
 #include "common.cuh"
 
 // float64 products and sums that are never fused into an FMA (the model rounds each one).
@@ -45,19 +45,30 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const unsigned (&a)[4], cons
 }
 
 // The power of two of each row of X (rows x cols, element (i, k) at X[i * xr + k * xc]): p minus
-// the exponent e of its largest magnitude (= f 2^e, 0.5 <= f < 1), so that the row times 2^s[i]
-// stays below 2^p; 0 for a row of zeros. One warp per row; blockDim.x a multiple of 32.
+// the exponent e of its largest finite magnitude (= f 2^e, 0.5 <= f < 1), so that the row times
+// 2^s[i] stays below 2^p; 0 for a row of zeros. A row that holds Inf or NaN is flagged in
+// bad[first + i], and bad[flag] (any row of A or column of B) too: the reconstruction computes its elements of C
+// with float32 FMAs instead, as cuBLAS SGEMM does. One warp per row; blockDim.x a multiple of 32.
 extern "C" __global__ void ozaki_shifts(const float* __restrict__ X, int rows, int cols,
-                                        long long xr, long long xc, int p, int* __restrict__ s) {
+                                        long long xr, long long xc, int p, int* __restrict__ s,
+                                        int* __restrict__ bad, int first, int flag) {
     const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
     if (row >= rows) return;  // (whole warps)
     float m = 0.0f;
-    for (int k = lane; k < cols; k += 32) m = fmaxf(m, fabsf(X[row * xr + k * xc]));
+    bool special = false;
+    for (int k = lane; k < cols; k += 32) {
+        const float x = fabsf(X[row * xr + k * xc]);
+        if (x <= 3.402823466e38f) m = fmaxf(m, x);  // (false for Inf and NaN)
+        else special = true;
+    }
     for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    special = __any_sync(0xffffffffu, special);
     if (lane == 0) {
         int e;
         frexpf(m, &e);
         s[row] = m > 0.0f ? p - e : 0;
+        bad[first + row] = special;
+        if (special) bad[flag] = 1;
     }
 }
 
@@ -73,7 +84,8 @@ extern "C" __global__ void ozaki_residues(const float* __restrict__ X, int rows,
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
          e += (long long)gridDim.x * blockDim.x) {
         const int i = (int)(e / ldr), k = (int)(e % ldr);
-        const int v = i < rows && k < cols ? (int)rintf(ldexpf(X[i * xr + k * xc], s[i])) : 0;
+        const float x = i < rows && k < cols ? X[i * xr + k * xc] : 0.0f;  // (Inf, NaN: 0)
+        const int v = x != 0.0f && fabsf(x) <= 3.402823466e38f ? (int)rintf(ldexpf(x, s[i])) : 0;
         for (int l = 0; l < n; ++l) {
             const int m = moduli[l];
             int r = v % m;
@@ -123,15 +135,28 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
 // R[l * r_slice + i * N + j] (l < n) by the Chinese remainder theorem. K holds, in float64,
 // w_hi[0 .. n - 1], w_lo[0 .. n - 1], P_hi, P_lo and 1 / P (book/models/ozaki.py's constants):
 // the sum of the high parts is exact, q = rint(sum / P), C' = (hi - q P_hi) + (lo - q P_lo).
+// Where row i of A (bad[i]) or column j of B (bad[M + j]) holds Inf or NaN, the element is A's
+// row times B's column in float32 FMAs, k = 0 .. Kd - 1 in order (as cuBLAS SGEMM gives them):
+// A(i, k) = A[i * ar + k * ac], B(k, j) = B[k * br + j * bc].
 extern "C" __global__ void ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N,
                                              long long r_slice, int n, const double* __restrict__ K,
                                              const int* __restrict__ sa,
                                              const int* __restrict__ sb, float* __restrict__ C,
-                                             int ldc) {
+                                             int ldc, const int* __restrict__ bad,
+                                             const float* __restrict__ A, long long ar,
+                                             long long ac, const float* __restrict__ B,
+                                             long long br, long long bc, int Kd) {
     const long long total = (long long)M * N;
+    const bool any = bad[M + N] != 0;
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
          e += (long long)gridDim.x * blockDim.x) {
         const int i = (int)(e / N), j = (int)(e % N);
+        if (any && (bad[i] || bad[M + j])) {
+            float sum = 0.0f;
+            for (int k = 0; k < Kd; ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
+            C[(long long)i * ldc + j] = sum;
+            continue;
+        }
         double hi = 0.0, lo = 0.0;
         for (int l = 0; l < n; ++l) {
             const double r = R[l * r_slice + e];

@@ -35,9 +35,9 @@ from ..blas.ozaki import MAX_K, MODULI, Constants, bits, constants  # noqa: F401
 
 def shifts(X: np.ndarray, p: int, axis: int) -> np.ndarray:
     """The power of two for each row (axis 1) or column (axis 0) of X: p minus the exponent of
-    its largest magnitude (frexp: |x| = f 2^e, 0.5 <= f < 1), so that |x 2^s| < 2^p; 0 for an
-    all-zero row."""
-    amax = np.abs(X).max(axis=axis).astype(np.float32)
+    its largest finite magnitude (frexp: |x| = f 2^e, 0.5 <= f < 1), so that |x 2^s| < 2^p; 0
+    for an all-zero row."""
+    amax = np.where(np.isfinite(X), np.abs(X), 0).max(axis=axis).astype(np.float32)
     _, e = np.frexp(amax)
     return np.where(amax > 0, p - e, 0).astype(np.int32)
 
@@ -46,7 +46,8 @@ def scaled(X: np.ndarray, s: np.ndarray, axis: int) -> np.ndarray:
     """rint(X 2^s), s per row (axis 1) or column (axis 0), computed in float32 (exact: a power
     of two) and rounded to the nearest integer, ties to even, as int64."""
     s = s[:, None] if axis == 1 else s[None, :]
-    return np.rint(np.ldexp(X.astype(np.float32), s)).astype(np.int64)
+    X = np.where(np.isfinite(X), X, 0).astype(np.float32)  # (Inf and NaN: 0; see ffma below)
+    return np.rint(np.ldexp(X, s)).astype(np.int64)
 
 
 def residues(X: np.ndarray, m: int) -> np.ndarray:
@@ -69,9 +70,21 @@ def reconstruct(r: np.ndarray, n: int) -> np.ndarray:
     return ((s_hi - q * c.p_hi) + (s_lo - q * c.p_lo))
 
 
+def ffma(A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Elements (rows[e], cols[e]) of A B as a float32 FMA chain, k = 0 .. K - 1 in order (each
+    step a * b + sum exact in float64, then rounded: for the Inf and NaN these elements are,
+    what fmaf gives)."""
+    s = np.zeros(len(rows), np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):  # (Inf - Inf, 0 Inf: NaN, as on a GPU)
+        for k in range(A.shape[1]):
+            s = (A[rows, k].astype(np.float64) * B[k, cols] + s).astype(np.float32)
+    return s
+
+
 def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
     """C = A B (float32) by the Ozaki scheme II with the first ``n`` moduli, step by step as
-    ``12_ozaki.cu`` computes it (finite inputs)."""
+    ``12_ozaki.cu`` computes it; the elements in a row of A or a column of B that holds Inf or
+    NaN as a float32 FMA chain (``ffma``), as cuBLAS SGEMM gives them."""
     A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
     K = A.shape[1]
     if K > MAX_K:
@@ -79,7 +92,13 @@ def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
     p = bits(n, K)
     sa, sb = shifts(A, p, axis=1), shifts(B, p, axis=0)
     Ai, Bi = scaled(A, sa, axis=1), scaled(B, sb, axis=0)
-    r = np.stack([np.mod(residues(Ai, m).astype(np.int64) @ residues(Bi, m).astype(np.int64), m)
-                  for m in constants(n).moduli])
+    # (each product in float64: sums of int8 products below 2^53 are exact there, and fast)
+    r = np.stack([np.mod((residues(Ai, m).astype(np.float64) @ residues(Bi, m).astype(np.float64))
+                         .astype(np.int64), m) for m in constants(n).moduli])
     Cp = reconstruct(r, n)
-    return np.ldexp(Cp, -(sa[:, None] + sb[None, :])).astype(np.float32)
+    C = np.ldexp(Cp, -(sa[:, None] + sb[None, :])).astype(np.float32)
+    bad = ~np.isfinite(A).all(axis=1)[:, None] | ~np.isfinite(B).all(axis=0)[None, :]
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        C[rows, cols] = ffma(A, B, rows, cols)
+    return C
