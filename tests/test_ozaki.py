@@ -11,6 +11,7 @@ from book import LaunchError, sgemm, to_device, to_host
 from book.blas.ozaki import moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
 from book.models import ozaki as oz
+from book.registry import device_cc
 
 
 @pytest.mark.parametrize("n", [1, 4, 8, 16])
@@ -64,9 +65,14 @@ def test_more_moduli_more_accuracy_until_float32_s_last_rounding():
 SHAPES = [(37, 30, 41), (70, 5, 200), (1, 1, 1), (33, 17, 65), (5, 70, 31)]
 
 
+@pytest.mark.parametrize("products", ["mma", "wgmma"])
 @pytest.mark.parametrize("n", [3, 8])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n):
+@pytest.mark.parametrize("shape", SHAPES + [(130, 200, 300)])
+def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n, products):
+    """Both INT8 product kernels: mma.sync (12_ozaki.cu) and wgmma (12_ozaki_wgmma.cu, several
+    tiles of C and of k at 130 x 200 x 300)."""
+    if products == "wgmma" and device_cc() != (9, 0):
+        pytest.skip("wgmma: compute capability 9.0")
     M, N, K = shape
     a, b = random_inputs(M, N, K, seed=M + N + K)
     a[0] *= 2.0 ** -30  # rows and columns of very different scales
@@ -74,7 +80,7 @@ def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n):
     if M > 2:
         a[1] = 0.0      # a row of zeros
     out = to_device(np.full((M, N), np.nan, np.float32))
-    got = to_host(ozaki_sgemm(to_device(a), to_device(b), n, out=out))
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), n, out=out, products=products))
     want = oz.ozaki(a, b, n)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (shape, n)
 

@@ -5,8 +5,9 @@
 
 Its four passes, each a launch: the shifts of A's rows and B's columns (and which hold Inf or
 NaN), the int8 residues of the scaled integers (``n`` of each), the ``n`` INT8 products kept
-modulo their moduli, and the reconstruction. This first version is plain (every pass reads
-global memory; one warp per 16 x 8 tile of C) and takes K below 2^17.
+modulo their moduli (on wgmma, ``12_ozaki_wgmma.cu``, on compute capability 9.0; else one warp
+of mma.sync per 16 x 8 tile of C), and the reconstruction. A first version: its passes other
+than the products read global memory as it lies, nothing is tuned or timed yet; K below 2^17.
 """
 from __future__ import annotations
 
@@ -96,12 +97,35 @@ def moduli_for(K: int) -> int:
                 if (constants(n).product - 1) // 2 >= K * 4 ** PRECISE_BITS)
 
 
-SOURCE = "12_ozaki.cu"
+SOURCE, WGMMA_SOURCE = "12_ozaki.cu", "12_ozaki_wgmma.cu"
 MIN_CC = (8, 0)
+WGMMA_STAGES = 3
 
 
 def _kernel(name: str):
     return load_kernel(SOURCE, name)
+
+
+def _wgmma_products():
+    """12_ozaki_wgmma.cu's product kernel and its dynamic shared memory (sm_90a)."""
+    k = load_kernel(WGMMA_SOURCE, "ozaki_products_wgmma", defines={"STAGES": WGMMA_STAGES},
+                    options=("-arch=sm_90a",))
+    smem = WGMMA_STAGES * 2 * 128 * 128 + 1024
+    need = k.module.static_shared("ozaki_products_wgmma") + smem
+    if need > k.max_dynamic_shared_size_bytes:
+        k.max_dynamic_shared_size_bytes = need
+    return k, smem
+
+
+def products_kernel(kind: str = "auto") -> str:
+    """Which INT8 product kernel runs: 'wgmma' (12_ozaki_wgmma.cu) on compute capability 9.0,
+    else 'mma' (12_ozaki.cu's mma.sync); ``kind`` other than 'auto' asks for one."""
+    from ..registry import device_cc
+    if kind == "auto":
+        return "wgmma" if device_cc() == (9, 0) else "mma"
+    if kind not in ("wgmma", "mma"):
+        raise LaunchError(f"ozaki_sgemm: products={kind!r}: 'auto', 'wgmma' or 'mma'")
+    return kind
 
 
 def _grid(total: int, threads: int = 256) -> tuple[int]:
@@ -119,12 +143,13 @@ def _strided(X, name: str) -> tuple:
     return xp.ascontiguousarray(X), X.shape[1], 1
 
 
-def ozaki_sgemm(A, B, n: int | None = None, out=None):
+def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
     """C = A B with ``n`` moduli (default ``moduli_for(K)``; see the module). A and B: float32,
     C- or F-contiguous (others are copied), on the backend's arrays (CuPy on a GPU, NumPy on the
     emulator); ``out``: a C-contiguous M x N float32 array to write, else a new one. Rows of A
     and columns of B that hold Inf or NaN give the elements of C cuBLAS SGEMM gives (float32
-    FMAs). Raises for K of 2^17 or more."""
+    FMAs). ``products``: the INT8 product kernel (``products_kernel``). Raises for K of 2^17 or
+    more."""
     M, K = A.shape
     K2, N = B.shape
     if K != K2:
@@ -142,7 +167,9 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None):
     (a, ar, ac), (b, br, bc) = _strided(A, "A"), _strided(B, "B")
     moduli = xp.asarray(np.array(c.moduli, np.int32))
     table = xp.asarray(np.concatenate([c.w_hi, c.w_lo, [c.p_hi, c.p_lo, c.inv_p]]))
-    Kp, Mp, Np = 32 * ceil_div(max(K, 1), 32), 32 * ceil_div(M, 32), 16 * ceil_div(N, 16)
+    wgmma = products_kernel(products) == "wgmma"
+    Kp, Mp, Np = ((128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 128 * ceil_div(N, 128)) if wgmma
+                  else (32 * ceil_div(K, 32), 32 * ceil_div(M, 32), 16 * ceil_div(N, 16)))
     sa, sb = xp.empty(M, np.int32), xp.empty(N, np.int32)
     bad = xp.zeros(M + N + 1, np.int32)  # rows of A, columns of B with Inf or NaN; any
     i32, i64 = np.int32, np.int64
@@ -159,8 +186,12 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None):
     residues(_grid(Np * Kp), (256,), (b, i32(N), i32(K), i64(bc), i64(br), sb, i32(n), moduli, RB,
                                        i32(Np), i32(Kp), i64(Np * Kp)))
     R = xp.empty(n * M * N, np.uint8)
-    _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), (
-        RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli))
+    args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
+    if wgmma:
+        kernel, smem = _wgmma_products()
+        kernel((Np // 128, Mp // 128, n), (256,), args, shared_mem=smem)
+    else:
+        _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args)
     _kernel("ozaki_reconstruct")(_grid(M * N), (256,), (
         R, i32(M), i32(N), i64(M * N), i32(n), table, sa, sb, C, i32(N), bad, a, i64(ar),
         i64(ac), b, i64(br), i64(bc), i32(K)))

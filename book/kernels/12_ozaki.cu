@@ -11,8 +11,9 @@
 //   ozaki_residues     the scaled integers' residues, n int8 matrices, k padded to a multiple of 32
 //   ozaki_products     for each modulus, the INT8 product (mma.sync m16n8k32), kept mod m (uint8)
 //   ozaki_reconstruct  the CRT in float64 (high parts exact, low parts after), scaled to float32
-// This is the first, plain version: every pass reads global memory directly; the products use one
-//   warp per 16 x 8 tile of C, its fragments loaded straight from the residues.
+// A first, plain version: every pass reads global memory directly; ozaki_products uses one warp
+//   per 16 x 8 tile of C, its fragments loaded straight from the residues (on Hopper,
+//   12_ozaki_wgmma.cu's ozaki_products_wgmma runs instead).
 // Launch (book/blas/ozaki.py): any sizes with K < 2^17, any strides. Compute capability 8.0.
 #include "common.cuh"
 
