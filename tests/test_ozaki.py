@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from book import LaunchError, sgemm, to_device, to_host
+from book import BACKEND, LaunchError, sgemm, to_device, to_host
 from book.blas.ozaki import moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
 from book.models import ozaki as oz
@@ -150,3 +150,17 @@ def test_what_it_does_not_take_is_refused_before_a_launch():
     with pytest.raises(LaunchError, match="K = 131072: at most 131071"):
         ozaki_sgemm(to_device(np.ones((1, 131072), np.float32)),
                     to_device(np.ones((131072, 1), np.float32)))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
+def test_the_passes_are_clean_in_check_mode(monkeypatch):
+    """No race, no unwritten read, no index out of bounds in the tiled passes over A and B (read
+    along k, and along the rows where the operand is a transpose), the mma.sync and wgmma
+    products and the reconstruction."""
+    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
+    a, b = random_inputs(45, 70, 77, seed=11)
+    b[3, 4] = np.nan
+    want = oz.ozaki(a, b, 4)
+    for products in ("mma", "wgmma"):
+        for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
+            assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products)), want)

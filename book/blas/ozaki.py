@@ -3,11 +3,11 @@
 
     C = sgemm(A, B, precision="ozaki")   # or ozaki_sgemm(A, B, n) with n moduli
 
-Its four passes, each a launch: the shifts of A's rows and B's columns (and which hold Inf or
-NaN), the int8 residues of the scaled integers (``n`` of each), the ``n`` INT8 products kept
-modulo their moduli (on wgmma, ``12_ozaki_wgmma.cu``, on compute capability 9.0; else one warp
-of mma.sync per 16 x 8 tile of C), and the reconstruction. A first version: its passes other
-than the products read global memory as it lies, nothing is tuned or timed yet; K below 2^17.
+Its four passes: the largest magnitude of A's rows and B's columns (which fixes each one's
+power of two; and which hold Inf or NaN), the int8 residues of the scaled integers (``n`` of
+each), the ``n`` INT8 products kept modulo their moduli (on wgmma, ``12_ozaki_wgmma.cu``, on
+compute capability 9.0; else one warp of mma.sync per 16 x 8 tile of C), and the
+reconstruction. A first version: nothing is tuned or timed yet; K below 2^17.
 """
 from __future__ import annotations
 
@@ -170,21 +170,20 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
     wgmma = products_kernel(products) == "wgmma"
     Kp, Mp, Np = ((128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 128 * ceil_div(N, 128)) if wgmma
                   else (32 * ceil_div(K, 32), 32 * ceil_div(M, 32), 16 * ceil_div(N, 16)))
-    sa, sb = xp.empty(M, np.int32), xp.empty(N, np.int32)
+    top = xp.zeros(M + N, np.int32)  # the largest magnitude of A's rows, then B's columns
     bad = xp.zeros(M + N + 1, np.int32)  # rows of A, columns of B with Inf or NaN; any
     i32, i64 = np.int32, np.int64
     # A's rows: element (i, k) at a[i ar + k ac]; B's columns as rows: (j, k) at b[k br + j bc]
-    shifts, residues = _kernel("ozaki_shifts"), _kernel("ozaki_residues")
-    shifts((ceil_div(M, 8),), (256,), (a, i32(M), i32(K), i64(ar), i64(ac), i32(p), sa, bad,
-                                       i32(0), i32(M + N)))
-    shifts((ceil_div(N, 8),), (256,), (b, i32(N), i32(K), i64(bc), i64(br), i32(p), sb, bad,
-                                       i32(M), i32(M + N)))
+    rows = ((a, M, ar, ac, 0, Mp), (b, N, bc, br, M, Np))
+    for X, r, xr, xc, first, _ in rows:
+        _kernel("ozaki_magnitudes")((ceil_div(K, 32), ceil_div(r, 32)), (32, 8), (
+            X, i32(r), i32(K), i64(xr), i64(xc), top, bad, i32(first), i32(M + N)))
     RA = xp.empty(n * Mp * Kp, np.int8)
     RB = xp.empty(n * Np * Kp, np.int8)
-    residues(_grid(Mp * Kp), (256,), (a, i32(M), i32(K), i64(ar), i64(ac), sa, i32(n), moduli, RA,
-                                       i32(Mp), i32(Kp), i64(Mp * Kp)))
-    residues(_grid(Np * Kp), (256,), (b, i32(N), i32(K), i64(bc), i64(br), sb, i32(n), moduli, RB,
-                                       i32(Np), i32(Kp), i64(Np * Kp)))
+    for (X, r, xr, xc, first, pad), RX in zip(rows, (RA, RB)):
+        _kernel("ozaki_residues")((Kp // 32, ceil_div(pad, 32)), (32, 8), (
+            X, i32(r), i32(K), i64(xr), i64(xc), top, i32(first), i32(p), i32(n),
+            moduli, RX, i32(pad), i32(Kp), i64(pad * Kp)))
     R = xp.empty(n * M * N, np.uint8)
     args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
     if wgmma:
@@ -193,7 +192,7 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
     else:
         _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args)
     _kernel("ozaki_reconstruct")(_grid(M * N), (256,), (
-        R, i32(M), i32(N), i64(M * N), i32(n), table, sa, sb, C, i32(N), bad, a, i64(ar),
+        R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a, i64(ar),
         i64(ac), b, i64(br), i64(bc), i32(K)))
     return C
 

@@ -84,7 +84,8 @@ ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __re
         for (int p = threadIdx.x; p < 1024; p += 256) {  // 16-byte piece p: row p / 8, piece p % 8
             const int r = p / 8, j = p % 8, at = r * 128 + ((j ^ (r % 8)) * 16);
             const long long from = (long long)r * Kp + t * 128 + j * 16;
-            copy16_aligned(reinterpret_cast<float*>(sa + at), reinterpret_cast<const float*>(a0 + from));
+            copy16_aligned(reinterpret_cast<float*>(sa + at),
+                           reinterpret_cast<const float*>(a0 + from));
             copy16_aligned(reinterpret_cast<float*>(sa + TILE_BYTES + at),
                            reinterpret_cast<const float*>(b0 + from));
         }
@@ -102,7 +103,8 @@ ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __re
         __syncthreads();            // ... and everyone's; every wgmma of tile t - 1 is done
         if (t + STAGES - 1 < tiles) copy_tile((t + STAGES - 1) % STAGES, t + STAGES - 1);
         commit();
-        const signed char* sa = reinterpret_cast<const signed char*>(smem + (t % STAGES) * 2 * TILE_BYTES);
+        const signed char* sa =
+            reinterpret_cast<const signed char*>(smem + (t % STAGES) * 2 * TILE_BYTES);
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks)
