@@ -164,3 +164,13 @@ def test_the_passes_are_clean_in_check_mode(monkeypatch):
     for products in ("mma", "wgmma"):
         for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
             assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products)), want)
+
+
+def test_seven_or_eight_moduli_keep_the_error_below_sgemm_s_along_k():
+    """moduli_for: 7 where K 4^p reaches 2^54 (K = 4^j and a little above), else 8; the model's
+    error then stays below NumPy's float32 product's at every K tried."""
+    assert [moduli_for(K) for K in (64, 110, 1024, 2048, 4096, 8192, 131071)] == [7, 8, 7, 8, 7, 8, 8]
+    for K in (64, 700, 2048, 5000):
+        a, b = random_inputs(40, 40, K, seed=K)
+        ref = a.astype(np.float64) @ b
+        assert relative_error(oz.ozaki(a, b, moduli_for(K)), ref) < relative_error(a @ b, ref)

@@ -84,17 +84,26 @@ def bits(n: int, K: int) -> int:
     return min(p, 30)  # (int32 integers)
 
 
-PRECISE_BITS = 24
-"""``precision='ozaki'`` takes the fewest moduli whose integers keep this many bits (``bits``):
-a float32's 24, so that the largest entries of each row of A and column of B are exact. On
-chapter 10's input families at K = 4096 that gave errors 10 times below an FFMA SGEMM's (NumPy
-model, 256 x 256; 7 moduli, 21 bits: about SGEMM's)."""
+PRECISION = 54
+"""``precision='ozaki'`` takes the fewest moduli whose integers keep p bits, K 4^p >= 2^PRECISION.
+Its error relative to an SGEMM's stays about the same along K: an SGEMM's grows as sqrt(K), and at
+fixed P each 4 times K cost the integers one bit. At K = 4096 (p = 21, 7 moduli) the model
+(``book.models.ozaki``, the kernels' results bit for bit) gave relative errors from 3.2e-7 to
+6.5e-7 on chapter 10's input families at 1024 x 1024 x 4096, against 1.15e-6 for cuBLAS SGEMM
+on the H100 at 2048 x 2048 x 4096 (results/.../10_magnitudes.csv); 6 moduli gave 5.4e-6 to
+1.0e-5. So 7 moduli where their p reaches it (K from 4^j to about 1.6 4^j), else 8 (enough up
+to MAX_K). To be measured on the GPUs across K (chapter 12)."""
 
 
 def moduli_for(K: int) -> int:
-    """The number of moduli ``precision='ozaki'`` uses at this K (``PRECISE_BITS``)."""
-    return next(n for n in range(1, len(MODULI) + 1)
-                if (constants(n).product - 1) // 2 >= K * 4 ** PRECISE_BITS)
+    """The number of moduli ``precision='ozaki'`` uses at this K (``PRECISION``)."""
+    for n in range(1, len(MODULI) + 1):
+        try:
+            if K * 4 ** bits(n, K) >= 1 << PRECISION:
+                return n
+        except ValueError:  # (too few moduli for any bits at this K)
+            continue
+    raise LaunchError(f"K = {K}: no number of moduli reaches the precision")
 
 
 SOURCE, WGMMA_SOURCE = "12_ozaki.cu", "12_ozaki_wgmma.cu"
