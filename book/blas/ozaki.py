@@ -159,6 +159,15 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
     and columns of B that hold Inf or NaN give the elements of C cuBLAS SGEMM gives (float32
     FMAs). ``products``: the INT8 product kernel (``products_kernel``). Raises for K of 2^17 or
     more."""
+    passes, C = ozaki_passes(A, B, n, out, products)
+    for _, run in passes:
+        run()
+    return C
+
+
+def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -> tuple:
+    """``ozaki_sgemm``'s work as its passes, each a function that launches it (again, where
+    called again: chapter 12 times them one by one), in order: ([(name, run), ...], C)."""
     M, K = A.shape
     K2, N = B.shape
     if K != K2:
@@ -170,7 +179,7 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
             raise LaunchError(f"ozaki_sgemm: {name} must be float32, got {X.dtype}")
     C = xp.empty((M, N), np.float32) if out is None else out
     if M == 0 or N == 0:
-        return C
+        return [], C
     n = n or moduli_for(K)
     p, c = bits(n, K), constants(n)
     (a, ar, ac), (b, br, bc) = _strided(A, "A"), _strided(B, "B")
@@ -179,31 +188,42 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
     wgmma = products_kernel(products) == "wgmma"
     Kp, Mp, Np = ((128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 128 * ceil_div(N, 128)) if wgmma
                   else (32 * ceil_div(K, 32), 32 * ceil_div(M, 32), 16 * ceil_div(N, 16)))
-    top = xp.zeros(M + N, np.int32)  # the largest magnitude of A's rows, then B's columns
-    bad = xp.zeros(M + N + 1, np.int32)  # rows of A, columns of B with Inf or NaN; any
+    top = xp.empty(M + N, np.int32)  # the largest magnitude of A's rows, then B's columns
+    bad = xp.empty(M + N + 1, np.int32)  # rows of A, columns of B with Inf or NaN; any
+    RA, RB = xp.empty(n * Mp * Kp, np.int8), xp.empty(n * Np * Kp, np.int8)
+    R = xp.empty(n * M * N, np.uint8)
     i32, i64 = np.int32, np.int64
     # A's rows: element (i, k) at a[i ar + k ac]; B's columns as rows: (j, k) at b[k br + j bc]
-    rows = ((a, M, ar, ac, 0, Mp), (b, N, bc, br, M, Np))
-    for X, r, xr, xc, first, _ in rows:
-        _kernel("ozaki_magnitudes")((ceil_div(K, 32), ceil_div(r, 32)), (32, 8), (
-            X, i32(r), i32(K), i64(xr), i64(xc), top, bad, i32(first), i32(M + N)))
-    RA = xp.empty(n * Mp * Kp, np.int8)
-    RB = xp.empty(n * Np * Kp, np.int8)
-    for (X, r, xr, xc, first, pad), RX in zip(rows, (RA, RB)):
-        _kernel("ozaki_residues")((Kp // 32, ceil_div(pad, 32)), (32, 8), (
-            X, i32(r), i32(K), i64(xr), i64(xc), top, i32(first), i32(p), i32(n),
-            moduli, RX, i32(pad), i32(Kp), i64(pad * Kp)))
-    R = xp.empty(n * M * N, np.uint8)
-    args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
-    if wgmma:
-        kernel, smem = _wgmma_products()
-        kernel((Np // 128, Mp // 128, n), (256,), args, shared_mem=smem)
-    else:
-        _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args)
-    _kernel("ozaki_reconstruct")(_grid(M * N), (256,), (
-        R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a, i64(ar),
-        i64(ac), b, i64(br), i64(bc), i32(K)))
-    return C
+    rows = ((a, M, ar, ac, 0, Mp, RA), (b, N, bc, br, M, Np, RB))
+
+    def magnitudes():
+        top.fill(0)
+        bad.fill(0)
+        for X, r, xr, xc, first, _, _ in rows:
+            _kernel("ozaki_magnitudes")((ceil_div(K, 32), ceil_div(r, 32)), (32, 8), (
+                X, i32(r), i32(K), i64(xr), i64(xc), top, bad, i32(first), i32(M + N)))
+
+    def residues():
+        for X, r, xr, xc, first, pad, RX in rows:
+            _kernel("ozaki_residues")((Kp // 32, ceil_div(pad, 32)), (32, 8), (
+                X, i32(r), i32(K), i64(xr), i64(xc), top, i32(first), i32(p), i32(n),
+                moduli, RX, i32(pad), i32(Kp), i64(pad * Kp)))
+
+    def int8_products():
+        args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
+        if wgmma:
+            kernel, smem = _wgmma_products()
+            kernel((Np // 128, Mp // 128, n), (256,), args, shared_mem=smem)
+        else:
+            _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args)
+
+    def reconstruct():
+        _kernel("ozaki_reconstruct")(_grid(M * N), (256,), (
+            R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
+            i64(ar), i64(ac), b, i64(br), i64(bc), i32(K)))
+
+    return [("magnitudes", magnitudes), ("residues", residues), ("products", int8_products),
+            ("reconstruct", reconstruct)], C
 
 
 def _ozaki(A, B, out, alpha: float, beta: float) -> None:

@@ -27,7 +27,7 @@ from ..harness.check import TOLERANCE
 from ..harness.device import device_report
 from ..harness.measure import sweep
 from ..launch.runtime import BACKEND
-from ..registry import TF32_TOLERANCE
+from ..registry import TF32_TOLERANCE, cc_text, device_cc
 
 FILE = "11_alternatives"
 SHAPES = {(4096, 4096, 4096): "the ladder's size",
@@ -85,10 +85,14 @@ class Alternative:
     tolerance: float = TOLERANCE
     chapter: int = 11
     run: object = field(default=None, compare=False, repr=False)
+    gpu_only: bool = True  # (False: the book's kernels, which the emulator runs too)
+    min_cc: tuple = (0, 0)
 
     def why_not_here(self) -> str | None:
-        if BACKEND != "gpu":
+        if self.gpu_only and BACKEND != "gpu":
             return "needs a GPU"
+        if device_cc() < self.min_cc:
+            return f"needs compute capability {cc_text(self.min_cc)}"
         missing = [m for m in self.needs if not have(m)]
         return f"needs {' and '.join(missing)}, not installed here" if missing else None
 
@@ -133,27 +137,28 @@ ALTERNATIVES = [
 """What chapter 11 compares, beside cuBLAS SGEMM (``sweep``'s baseline)."""
 
 
-def measure(shapes=None, rounds: int = ROUNDS) -> pd.DataFrame:
-    """Every alternative and cuBLAS at ``shapes`` (default SHAPES), checked and timed by
-    ``sweep`` ``rounds`` times in turn; one row per (kernel, shape): the median time over the
-    rounds, GFLOP/s, the median of each round's time over its cuBLAS (``x_cublas``) and the
-    largest relative error. Rows of alternatives this machine cannot run say why (status)."""
-    shapes = list(shapes or SHAPES)
+def measure(shapes=None, rounds: int = ROUNDS, specs=None) -> pd.DataFrame:
+    """Every alternative (``specs``, default ALTERNATIVES) and cuBLAS at ``shapes`` (default
+    SHAPES), checked and timed by ``sweep`` ``rounds`` times in turn; one row per (kernel,
+    shape): the median time over the rounds, GFLOP/s, the median of each round's time over its
+    cuBLAS (``x_cublas``) and the largest relative error. Rows of alternatives this machine
+    cannot run say why (status)."""
+    shapes, specs = list(shapes or SHAPES), list(specs or ALTERNATIVES)
     runs = []
     budget = os.environ.get("BOOK_POINT_BUDGET_S")
     os.environ["BOOK_POINT_BUDGET_S"] = budget or "600"  # (Triton's autotuning of a first shape
     try:                                                  # is not a slow GPU: no size skipped)
         for r in range(rounds):
-            runs.append(_round(shapes, r))
+            runs.append(_round(shapes, r, specs))
     finally:
         if budget is None:
             del os.environ["BOOK_POINT_BUDGET_S"]
-    return summary(pd.concat(runs, ignore_index=True))
+    return summary(pd.concat(runs, ignore_index=True), specs)
 
 
-def _round(shapes, r: int) -> pd.DataFrame:
+def _round(shapes, r: int, specs) -> pd.DataFrame:
     """One sweep of every alternative, each time over the cuBLAS of this sweep."""
-    df = sweep(ALTERNATIVES, shapes, seed=r)
+    df = sweep(specs, shapes, seed=r)
     ok = df[df.status == "ok"]
     base = ok[ok.kernel == "cublas"].set_index(["M", "N", "K"]).time_ms
     df["x_cublas"] = [base.get((m, n, k), np.nan) / t if s == "ok" else np.nan
@@ -161,11 +166,12 @@ def _round(shapes, r: int) -> pd.DataFrame:
     return df.assign(round=r)
 
 
-def summary(runs: pd.DataFrame) -> pd.DataFrame:
+def summary(runs: pd.DataFrame, specs=None) -> pd.DataFrame:
     """The rounds of ``measure`` as one row per (kernel, shape): medians of time and x cuBLAS,
-    the largest error, the shape's name, the library and precision of each kernel; a kernel
-    whose check failed in any round is kept with that status (never timed)."""
-    meta = {a.id: (a.library, a.precision, a.label) for a in ALTERNATIVES}
+    the largest error, the shape's name, the library and precision of each kernel (``specs``,
+    default ALTERNATIVES); a kernel whose check failed in any round is kept with that status
+    (never timed)."""
+    meta = {a.id: (a.library, a.precision, a.label) for a in (specs or ALTERNATIVES)}
     meta["cublas"] = ("cuBLAS", "fp32", "cuBLAS SGEMM")
     rows = []
     for (kernel, M, N, K), g in runs.groupby(["kernel", "M", "N", "K"], sort=False):

@@ -1,0 +1,126 @@
+"""Chapter 12's studies of the Ozaki scheme II (the call: ``book.blas.ozaki``; the same steps in
+NumPy: ``book.models.ozaki``): the number of moduli against error and speed, where a call's time
+goes (its four passes), and the error on chapter 10's input families. On a GPU its command line
+records them (``results/<gpu>/``)::
+
+    python -m book.studies.ozaki_lab --moduli     # 12_moduli.csv
+    python -m book.studies.ozaki_lab --passes     # 12_passes.csv
+    python -m book.studies.ozaki_lab --families   # 12_families.csv
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from ..blas.ozaki import MIN_CC, moduli_for, ozaki_passes, ozaki_sgemm
+from ..harness import results
+from ..harness.check import relative_error, random_inputs
+from ..harness.device import device_report
+from ..harness.measure import relative_error_xp, time_launch
+from ..launch.runtime import BACKEND, LaunchError, to_device, to_host, xp
+from ..registry import TF32_TOLERANCE
+from . import alternatives
+from .alternatives import Alternative, _book
+
+MODULI_FILE, PASSES_FILE, FAMILIES_FILE = "12_moduli", "12_passes", "12_families"
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048)]
+CPU_SHAPES = [(48, 40, 72)]
+"""Where the GPU measures (the ladder's size, the issue's goal of 3x cuBLAS SGEMM at 8192^3),
+and the emulator's size."""
+MODULI_TRIED = (6, 7, 8, 9)
+
+
+def ozaki(n: int | None = None) -> Alternative:
+    """``ozaki_sgemm`` with ``n`` moduli (None: ``precision='ozaki'``'s own choice) as a
+    pseudo-kernel of ``sweep``; checked against TF32's tolerance, so that too few moduli are
+    timed too (their error is in the row)."""
+    return Alternative(f"ozaki_n{n}" if n else "ozaki", f"Ozaki II, {n} moduli" if n else
+                       "book.sgemm, precision='ozaki'", "the book", "ozaki", chapter=12,
+                       tolerance=TF32_TOLERANCE, gpu_only=False, min_cc=MIN_CC,
+                       run=lambda A, B, C: ozaki_sgemm(A, B, n, out=C))
+
+
+def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> pd.DataFrame:
+    """Each number of moduli in ``ns``, ``precision='ozaki'``, the book's 3xTF32 and FFMA
+    SGEMM beside cuBLAS SGEMM (chapter 11's ``measure``: checked, ``rounds`` interleaved
+    rounds, x cuBLAS and the error of each)."""
+    specs = [ozaki(n) for n in ns] + [ozaki()] + [
+        Alternative("book_tf32x3", "book.sgemm, 3xTF32", "the book", "tf32x3", chapter=10,
+                    gpu_only=False, min_cc=(9, 0), run=lambda A, B, C: _book(A, B, C, "tf32x3")),
+        Alternative("book_sgemm", "book.sgemm", "the book", "fp32", chapter=9, gpu_only=False,
+                    run=lambda A, B, C: _book(A, B, C, "fp32"))]
+    shapes = shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES)
+    return alternatives.measure(shapes, rounds, specs).assign(
+        moduli=lambda d: [int(k[7:]) if k.startswith("ozaki_n") else
+                          moduli_for(K) if k == "ozaki" else 0 for k, K in zip(d.kernel, d.K)])
+
+
+def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
+    """Where a call's time goes: each of ``ozaki_passes``'s four passes timed alone (after a
+    check of the whole call against float64), the whole call, and cuBLAS SGEMM on the same
+    inputs; one row per (shape, pass), with its share of the call."""
+    rows = []
+    for M, N, K in shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES):
+        A, B = (to_device(x) for x in random_inputs(M, N, K, seed=M + N + K))
+        steps, C = ozaki_passes(A, B, n)
+        for _, run in steps:
+            run()
+        error = relative_error_xp(C, A.astype(xp.float64) @ B.astype(xp.float64))
+        if not error < TF32_TOLERANCE:
+            raise LaunchError(f"ozaki_passes at {M}x{N}x{K}: relative error {error:.2e}")
+        times = {name: time_launch(run)["time_ms"] for name, run in steps}
+        times["the call"] = time_launch(lambda: [run() for _, run in steps])["time_ms"]
+        times["cuBLAS SGEMM"] = time_launch(lambda: xp.matmul(A, B))["time_ms"]
+        for name, ms in times.items():
+            rows.append({"M": M, "N": N, "K": K, "moduli": n or moduli_for(K), "pass": name,
+                         "time_ms": ms, "of_call": ms / times["the call"], "rel_error": error,
+                         "device": device_report()["name"], "date": time.strftime("%Y-%m-%d")})
+    return pd.DataFrame(rows)
+
+
+def families(M: int | None = None, N: int | None = None, K: int = 4096) -> pd.DataFrame:
+    """The relative error (against float64) of ``precision='ozaki'``, of 7 and 8 moduli, of
+    FFMA book.sgemm and of cuBLAS SGEMM on every input family of chapter 10 (one row each)."""
+    from .tf32_lab import MAGNITUDE_FAMILIES, magnitude_inputs
+    M = M or (2048 if BACKEND == "gpu" else 32)
+    N = N or M
+    K = K if BACKEND == "gpu" else 64
+    runs = {"ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7),
+            "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8),
+            "book_sgemm": lambda A, B: _sgemm(A, B), "cublas": lambda A, B: xp.matmul(A, B)}
+    rows = []
+    for family, scales in MAGNITUDE_FAMILIES.items():
+        for s in scales:
+            a, b = magnitude_inputs(family, s, M, N, K)
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+            A, B = to_device(a), to_device(b)
+            for kernel, run in runs.items():
+                rows.append({"family": family, "scale": s, "M": M, "N": N, "K": K,
+                             "kernel": kernel,
+                             "rel_error": relative_error(to_host(run(A, B)), ref)})
+    return pd.DataFrame(rows)
+
+
+def _sgemm(A, B):
+    from ..blas import sgemm
+    return sgemm(A, B)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m book.studies.ozaki_lab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag in ("moduli", "passes", "families"):
+        parser.add_argument(f"--{flag}", action="store_true")
+    args = parser.parse_args(argv)
+    pd.set_option("display.width", 200)
+    for flag, study, file in (("moduli", moduli, MODULI_FILE), ("passes", passes, PASSES_FILE),
+                              ("families", families, FAMILIES_FILE)):
+        if getattr(args, flag):
+            print(results.keep(study(), file).to_string(float_format=lambda v: f"{v:.4g}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Chapter 12's studies (book.studies.ozaki_lab) on whichever backend runs them: every number of
+moduli checked and timed beside cuBLAS, the four passes timed and summing to about the call, the
+error on chapter 10's input families (the emulator: small sizes)."""
+import numpy as np
+
+from book.studies import ozaki_lab as L
+
+
+def test_moduli_checks_and_times_every_count_beside_cublas():
+    df = L.moduli(L.CPU_SHAPES, ns=(6, 8), rounds=1)
+    ok = df[df.status == "ok"].set_index("kernel")
+    assert {"ozaki_n6", "ozaki_n8", "ozaki", "book_sgemm", "cublas"} <= set(ok.index)
+    assert ok.loc["ozaki_n8", "rel_error"] < ok.loc["ozaki_n6", "rel_error"]
+    assert ok.loc["ozaki_n6", "moduli"] == 6 and ok.loc["ozaki", "moduli"] in (7, 8)
+    assert (ok.x_cublas > 0).all()
+
+
+def test_passes_are_timed_one_by_one_after_a_check():
+    df = L.passes([(40, 30, 50)]).set_index("pass")
+    assert list(df.index) == ["magnitudes", "residues", "products", "reconstruct", "the call",
+                              "cuBLAS SGEMM"]
+    assert (df.time_ms > 0).all() and df.loc["the call", "of_call"] == 1.0
+    assert df.rel_error.iloc[0] < 1e-6
+
+
+def test_families_errors_of_the_scheme_stay_below_sgemm_s():
+    df = L.families().pivot_table(index=["family", "scale"], columns="kernel", values="rel_error")
+    assert len(df) == 14 and np.isfinite(df.values).all()
+    assert (df.ozaki <= df.book_sgemm).all() and (df.ozaki_n8 <= df.ozaki_n7).all()
