@@ -27,3 +27,9 @@ def test_families_errors_of_the_scheme_stay_below_sgemm_s():
     df = L.families().pivot_table(index=["family", "scale"], columns="kernel", values="rel_error")
     assert len(df) == 14 and np.isfinite(df.values).all()
     assert (df.ozaki <= df.book_sgemm).all() and (df.ozaki_n8 <= df.ozaki_n7).all()
+
+
+def test_the_figures_keep_the_book_s_rules():
+    m = L.moduli(L.CPU_SHAPES, ns=(7, 8), rounds=1).assign(device="CPU emulator")
+    assert L.plot_moduli(m) is not None
+    assert L.plot_passes(L.passes([(40, 30, 50)])) is not None

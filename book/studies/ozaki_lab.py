@@ -104,6 +104,70 @@ def families(M: int | None = None, N: int | None = None, K: int = 4096) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def plot_moduli(df: pd.DataFrame):
+    """The number of moduli against the error (left) and the speed over cuBLAS SGEMM (right),
+    one line per shape, beside the book's 3xTF32 and cuBLAS SGEMM's own error."""
+    import matplotlib.pyplot as plt
+
+    from ..harness.plots import STYLE, check_readable
+    ok = df[(df.status == "ok") & df.kernel.str.startswith("ozaki_n")]
+    shapes = list(dict.fromkeys(zip(ok.M, ok.N, ok.K)))
+    with plt.rc_context(STYLE):
+        fig, (err, speed) = plt.subplots(2, 1, figsize=(6.8, 8.4))
+        for i, (M, N, K) in enumerate(shapes):
+            g = ok[(ok.M == M) & (ok.N == N) & (ok.K == K)].sort_values("moduli")
+            name = f"{M}x{N}x{K}"
+            err.plot(g.moduli, g.rel_error, "o-", color=f"C{i}", label=name)
+            speed.plot(g.moduli, g.x_cublas, "o-", color=f"C{i}", label=name)
+            for kernel, style, what in (("cublas", ":", "cuBLAS SGEMM"), ("book_tf32x3", "--", "3xTF32")):
+                row = df[(df.kernel == kernel) & (df.M == M) & (df.N == N) & (df.K == K)
+                         & (df.status == "ok")]
+                if len(row):
+                    value = row.rel_error.iloc[0] if kernel == "cublas" else row.x_cublas.iloc[0]
+                    (err if kernel == "cublas" else speed).axhline(
+                        value, ls=style, color=f"C{i}", lw=1.2,
+                        label=f"{what} ({'dotted' if kernel == 'cublas' else 'dashed'})"
+                        if i == 0 else None)
+        err.set_yscale("log")
+        err.set_ylabel("relative error (vs float64)", fontsize=11)
+        speed.set_ylabel("x cuBLAS SGEMM (its time / this time)", fontsize=11)
+        for ax in (err, speed):
+            ax.set_xlabel("moduli (INT8 products)", fontsize=11)
+            ax.set_xticks(sorted(ok.moduli.unique()))
+            ax.tick_params(labelsize=11)
+            ax.legend(fontsize=11, ncol=2, loc="upper left", bbox_to_anchor=(0, -0.2))
+        fig.tight_layout(h_pad=2.0)
+        plt.close(fig)
+    return check_readable(fig)
+
+
+def plot_passes(df: pd.DataFrame):
+    """Where a call's time goes: each pass's time as a share of the call, one bar per shape,
+    with cuBLAS SGEMM's time on the same scale."""
+    import matplotlib.pyplot as plt
+
+    from ..harness.plots import STYLE, check_readable
+    order = ["magnitudes", "residues", "products", "reconstruct"]
+    shapes = list(dict.fromkeys(zip(df.M, df.N, df.K)))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.8, 2.2 + 0.7 * len(shapes)))
+        for y, (M, N, K) in enumerate(shapes):
+            g = df[(df.M == M) & (df.N == N) & (df.K == K)].set_index("pass").time_ms
+            left = 0.0
+            for i, name in enumerate(order):
+                ax.barh(y, g[name], left=left, color=f"C{i}", label=name if y == 0 else None)
+                left += g[name]
+            ax.plot(g["cuBLAS SGEMM"], y, "kD", ms=8, label="cuBLAS SGEMM" if y == 0 else None)
+        ax.set_yticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], fontsize=11)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"ms, {df.device.iloc[0]}", fontsize=11)
+        ax.tick_params(labelsize=11)
+        ax.legend(fontsize=11, ncol=3, loc="upper left", bbox_to_anchor=(0, -0.3 - 0.6 / len(shapes)))
+        fig.tight_layout()
+        plt.close(fig)
+    return check_readable(fig)
+
+
 def _sgemm(A, B):
     from ..blas import sgemm
     return sgemm(A, B)
