@@ -150,7 +150,7 @@ def plot_passes(df: pd.DataFrame):
     order = ["magnitudes", "residues", "products", "reconstruct"]
     shapes = list(dict.fromkeys(zip(df.M, df.N, df.K)))
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.8, 2.2 + 0.7 * len(shapes)))
+        fig, ax = plt.subplots(figsize=(6.8, 2.6 + 0.6 * len(shapes)))
         for y, (M, N, K) in enumerate(shapes):
             g = df[(df.M == M) & (df.N == N) & (df.K == K)].set_index("pass").time_ms
             left = 0.0
@@ -162,7 +162,7 @@ def plot_passes(df: pd.DataFrame):
         ax.invert_yaxis()
         ax.set_xlabel(f"ms, {df.device.iloc[0]}", fontsize=11)
         ax.tick_params(labelsize=11)
-        ax.legend(fontsize=11, ncol=3, loc="upper left", bbox_to_anchor=(0, -0.3 - 0.6 / len(shapes)))
+        ax.legend(fontsize=11, ncol=3, loc="lower left", bbox_to_anchor=(0, 1.02))
         fig.tight_layout()
         plt.close(fig)
     return check_readable(fig)
