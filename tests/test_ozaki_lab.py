@@ -33,3 +33,9 @@ def test_the_figures_keep_the_book_s_rules():
     m = L.moduli(L.CPU_SHAPES, ns=(7, 8), rounds=1).assign(device="CPU emulator")
     assert L.plot_moduli(m) is not None
     assert L.plot_passes(L.passes([(40, 30, 50)])) is not None
+
+
+def test_the_int8_ceiling_says_why_it_is_not_measured_here_or_measures_it():
+    df = L.int8_ceiling((256,))
+    assert len(df) == 1
+    assert df.status.iloc[0] == "ok" and df.tops.iloc[0] > 0 or df.status.iloc[0].startswith("skipped")

@@ -6,6 +6,7 @@ records them (``results/<gpu>/``)::
     python -m book.studies.ozaki_lab --moduli     # 12_moduli.csv
     python -m book.studies.ozaki_lab --passes     # 12_passes.csv
     python -m book.studies.ozaki_lab --families   # 12_families.csv
+    python -m book.studies.ozaki_lab --ceiling    # 12_int8_ceiling.csv (cuBLASLt INT8, PyTorch)
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from ..registry import TF32_TOLERANCE
 from . import alternatives
 from .alternatives import Alternative, _book
 
-MODULI_FILE, PASSES_FILE, FAMILIES_FILE = "12_moduli", "12_passes", "12_families"
+MODULI_FILE, PASSES_FILE, FAMILIES_FILE, CEILING_FILE = ("12_moduli", "12_passes", "12_families",
+                                                        "12_int8_ceiling")
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048)]
 CPU_SHAPES = [(48, 40, 72)]
 """Where the GPU measures (the ladder's size, the issue's goal of 3x cuBLAS SGEMM at 8192^3),
@@ -74,10 +76,38 @@ def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
         times = {name: time_launch(run)["time_ms"] for name, run in steps}
         times["the call"] = time_launch(lambda: [run() for _, run in steps])["time_ms"]
         times["cuBLAS SGEMM"] = time_launch(lambda: xp.matmul(A, B))["time_ms"]
+        moduli_used = n or moduli_for(K)
         for name, ms in times.items():
-            rows.append({"M": M, "N": N, "K": K, "moduli": n or moduli_for(K), "pass": name,
+            rows.append({"M": M, "N": N, "K": K, "moduli": moduli_used, "pass": name,
                          "time_ms": ms, "of_call": ms / times["the call"], "rel_error": error,
+                         "int8_tops": (2e-9 * moduli_used * M * N * K / ms
+                                       if name == "products" else np.nan),
                          "device": device_report()["name"], "date": time.strftime("%Y-%m-%d")})
+    return pd.DataFrame(rows)
+
+
+def int8_ceiling(sizes=(4096, 8192)) -> pd.DataFrame:
+    """cuBLASLt's INT8 GEMM (PyTorch's ``torch._int_mm``: int8 in, int32 out) at n^3, TOPS: the
+    ceiling the INT8 products are measured against. A row per size; status says where PyTorch
+    or a GPU is missing."""
+    why = None if BACKEND == "gpu" else "needs a GPU"
+    if why is None and not alternatives.have("torch"):
+        why = "needs torch, not installed here"
+    rows = []
+    for n in sizes:
+        row = {"n": n, "device": device_report()["name"], "date": time.strftime("%Y-%m-%d")}
+        if why:
+            rows.append({**row, "status": f"skipped ({why})"})
+            continue
+        import torch
+        a = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda")
+        b = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda").t().contiguous().t()
+        c = torch._int_mm(a, b)
+        ref = a[:64].double() @ b.double()  # (64 rows checked exactly: sums below 2^53)
+        if not torch.equal(c[:64].double(), ref):
+            raise LaunchError(f"torch._int_mm at {n}^3 is not the exact integer product")
+        ms = time_launch(lambda: torch._int_mm(a, b))["time_ms"]
+        rows.append({**row, "status": "ok", "time_ms": ms, "tops": 2e-9 * n ** 3 / ms})
     return pd.DataFrame(rows)
 
 
@@ -176,12 +206,13 @@ def _sgemm(A, B):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m book.studies.ozaki_lab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag in ("moduli", "passes", "families"):
+    for flag in ("moduli", "passes", "families", "ceiling"):
         parser.add_argument(f"--{flag}", action="store_true")
     args = parser.parse_args(argv)
     pd.set_option("display.width", 200)
     for flag, study, file in (("moduli", moduli, MODULI_FILE), ("passes", passes, PASSES_FILE),
-                              ("families", families, FAMILIES_FILE)):
+                              ("families", families, FAMILIES_FILE),
+                              ("ceiling", int8_ceiling, CEILING_FILE)):
         if getattr(args, flag):
             print(results.keep(study(), file).to_string(float_format=lambda v: f"{v:.4g}"))
 
