@@ -174,3 +174,10 @@ def test_seven_or_eight_moduli_keep_the_error_below_sgemm_s_along_k():
         a, b = random_inputs(40, 40, K, seed=K)
         ref = a.astype(np.float64) @ b
         assert relative_error(oz.ozaki(a, b, moduli_for(K)), ref) < relative_error(a @ b, ref)
+
+
+@pytest.mark.parametrize("n, K", [(7, 4096), (8, 2048)])
+def test_the_picture_draws_this_n_and_k_s_own_numbers(n, K):
+    fig = oz.flow(n, K)  # (check_readable inside: the book's figure rules)
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert f"p = {oz.bits(n, K)} bits" in texts and ", ".join(map(str, oz.MODULI[:n])) in texts

@@ -102,3 +102,42 @@ def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
         rows, cols = np.nonzero(bad)
         C[rows, cols] = ffma(A, B, rows, cols)
     return C
+
+
+def flow(n: int = 7, K: int = 4096):
+    """The scheme's steps as a picture, top to bottom, with this n and K's own numbers: the bits
+    p of the integers, the moduli, the size of their product P."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from ..harness.plots import STYLE, check_readable
+    c, p = constants(n), bits(n, K)
+    moduli = ", ".join(map(str, c.moduli))
+    steps = [("A (M x K) and B (K x N), float32", "rows of A, columns of B: any magnitudes"),
+             ("scale and round: integers of p = %d bits" % p,
+              "row i of A times $2^{sa_i}$, column j of B times $2^{sb_j}$ (powers of two: exact),\n"
+              "its largest entry just below $2^{%d}$; then rounded to the nearest integer" % p),
+             ("residues modulo %d coprime moduli: int8" % n,
+              "m = %s\nin -m/2 .. m/2: each fits an int8" % moduli),
+             ("%d INT8 products on the tensor cores" % n,
+              "exact in int32 ($|r| \\leq 128$, $K \\cdot 128^2 < 2^{31}$): C' mod m, for each m"),
+             ("Chinese remainder theorem, in float64",
+              "C' from its %d residues: exact, as $|C'| \\leq K \\cdot 2^{%d} < P/2$,\n"
+              "$P = m_1 \\cdots m_{%d} \\approx 2^{%.1f}$" % (n, 2 * p, n, np.log2(float(c.product)))),
+             ("unscale", "$C = C' \\cdot 2^{-(sa_i + sb_j)}$, rounded once to float32")]
+    with plt.rc_context(STYLE):
+        fig = plt.figure(figsize=(6.8, 7.4))
+        ax = fig.add_axes((0.01, 0.01, 0.98, 0.98))
+        ax.set_xlim(0, 1)
+        ax.set_ylim(len(steps), 0)
+        ax.axis("off")
+        for i, (title, text) in enumerate(steps):
+            ax.add_patch(FancyBboxPatch((0.02, i + 0.08), 0.96, 0.72, boxstyle="round,pad=0.01",
+                                        fc="#deebf7" if i in (2, 3) else "0.96", ec="0.3", lw=1))
+            ax.text(0.05, i + 0.26, title, fontsize=12, weight="bold", va="center")
+            ax.text(0.05, i + 0.56, text, fontsize=11, va="center", linespacing=1.2)
+            if i:
+                ax.add_patch(FancyArrowPatch((0.5, i - 0.2), (0.5, i + 0.08), arrowstyle="-|>",
+                                             mutation_scale=14, color="0.3"))
+        plt.close(fig)
+    return check_readable(fig)
