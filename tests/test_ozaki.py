@@ -12,6 +12,7 @@ from book.blas.ozaki import moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
 from book.models import ozaki as oz
 from book.registry import device_cc
+from conftest import sweep_params
 
 
 @pytest.mark.parametrize("n", [1, 4, 8, 16])
@@ -66,7 +67,7 @@ SHAPES = [(37, 30, 41), (70, 5, 200), (1, 1, 1), (33, 17, 65), (5, 70, 31)]
 
 
 @pytest.mark.parametrize("products", ["mma", "wgmma"])
-@pytest.mark.parametrize("n", [3, 8])
+@pytest.mark.parametrize("n", sweep_params([3, 8], [8]))  # (make test: 8; make test-sweep: 3)
 @pytest.mark.parametrize("shape", SHAPES + [(130, 200, 300)])
 def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n, products):
     """Both INT8 product kernels: mma.sync (12_ozaki.cu) and wgmma (12_ozaki_wgmma.cu, several
@@ -152,6 +153,7 @@ def test_what_it_does_not_take_is_refused_before_a_launch():
                     to_device(np.ones((131072, 1), np.float32)))
 
 
+@pytest.mark.sweep  # (its own builds: make test-sweep)
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
 def test_the_passes_are_clean_in_check_mode(monkeypatch):
     """No race, no unwritten read, no index out of bounds in the tiled passes over A and B (read
