@@ -407,6 +407,7 @@ def test_the_later_held_out_sets_are_other_draws(seed):
     assert all(12 * (M * K + K * N + M * N) <= 6 << 30 for M, N, K in shapes)
 
 
+@pytest.mark.sweep  # (chapter 9's held-out study, every candidate built: make test-sweep)
 def test_heldout_records_the_plan_its_regret_and_the_first_call():
     df, model = sgemm_lab.heldout([(5, 3, 40), (40, 33, 9)], rounds=1)
     b = df[df.kernel == sgemm_lab.BookSgemm.id]
