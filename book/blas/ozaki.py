@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..launch.runtime import LaunchError, load_kernel, xp
+from ..launch.runtime import BACKEND, LaunchError, load_kernel, xp
 from ..registry import ceil_div
 from .operands import _into
 
@@ -141,6 +141,19 @@ def _grid(total: int, threads: int = 256) -> tuple[int]:
     return (max(1, min(ceil_div(total, threads), 8192)),)
 
 
+def _device() -> int:
+    return xp.cuda.runtime.getDevice() if BACKEND == "gpu" else 0
+
+
+@lru_cache(maxsize=None)
+def _on_device(n: int, device: int) -> tuple:
+    """The moduli (int32) and the reconstruction's table (float64: w_hi, w_lo, P_hi, P_lo, 1/P)
+    for ``n`` moduli, copied to ``device`` once."""
+    c = constants(n)
+    return (xp.asarray(np.array(c.moduli, np.int32)),
+            xp.asarray(np.concatenate([c.w_hi, c.w_lo, [c.p_hi, c.p_lo, c.inv_p]])))
+
+
 def _strided(X, name: str) -> tuple:
     """(a C-contiguous array to pass, X's row step, X's column step in it), in elements: X
     itself, or X.T where X is F-contiguous (a transpose: nothing copied), else a C-contiguous
@@ -181,10 +194,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
     if M == 0 or N == 0:
         return [], C
     n = n or moduli_for(K)
-    p, c = bits(n, K), constants(n)
+    p = bits(n, K)
     (a, ar, ac), (b, br, bc) = _strided(A, "A"), _strided(B, "B")
-    moduli = xp.asarray(np.array(c.moduli, np.int32))
-    table = xp.asarray(np.concatenate([c.w_hi, c.w_lo, [c.p_hi, c.p_lo, c.inv_p]]))
+    moduli, table = _on_device(n, _device())
     wgmma = products_kernel(products) == "wgmma"
     Kp, Mp, Np = ((128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 128 * ceil_div(N, 128)) if wgmma
                   else (32 * ceil_div(K, 32), 32 * ceil_div(M, 32), 16 * ceil_div(N, 16)))
