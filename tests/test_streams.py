@@ -9,20 +9,21 @@ import pytest
 from book import BACKEND, xp
 from book import blas as S
 from book.harness.check import TOLERANCE, relative_error
-from book.registry import KERNELS
+from book.registry import KERNELS, device_cc
 
 pytestmark = pytest.mark.skipif(BACKEND != "gpu", reason="streams run on a GPU")
 
 SHAPES = [(1024, 1024, 16384), (1024, 1024, 16384), (512, 768, 8192), (1024, 1024, 16384),
           (300, 5, 20000), (1000, 100, 5000)]
 """Split-K (slices, then their sum: two launches over one workspace), a skinny plan with split
-sums (tickets), and for 3xTF32 split-K records and flags; repeated shapes share a workspace
+sums (tickets), and for 3xTF32 split-K records and flags (precision='ozaki': its buffers are
+each call's own); repeated shapes share a workspace
 wherever one is shared by shape alone, new ones drop it."""
 
 
 def _precisions():
     tf32x3 = KERNELS["tf32x3_wgmma"].why_not_here() is None
-    return ["fp32"] + (["tf32x3"] if tf32x3 else [])
+    return ["fp32"] + (["tf32x3"] if tf32x3 else []) + (["ozaki"] if device_cc() >= (8, 0) else [])
 
 
 def _inputs(shape, seed):
