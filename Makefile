@@ -24,7 +24,7 @@ $(BIN)/.gpu-installed: $(BIN)/.installed requirements-gpu.txt
 ## Each exhaustive sweep runs here by its representatives: one registered kernel per kernel
 ## function (tests/conftest.py's KERNEL_REPRESENTATIVES) on every size, in the check mode and in
 ## the NVRTC compile matrix; 5 of book.sgemm's 14 configurations on every plan. The sweeps' other
-## cases (marked `sweep`: tile sizes, pads, splits, configurations, chapter 9's held-out study)
+## cases (marked `sweep`: tile sizes, pads, splits, configurations, the held-out studies)
 ## are reported as skipped.
 test: $(BIN)/.installed
 	$(TEST)

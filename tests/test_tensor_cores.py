@@ -384,6 +384,7 @@ def test_clocks_while_samples_the_gpu_under_a_load():
     assert got["power_limit_w"] >= got["power_w"] * 0.5 and isinstance(got["limited_by"], str)
 
 
+@pytest.mark.sweep  # (chapter 10's held-out study: make test-sweep)
 @pytest.mark.skipif(KERNELS["tf32x3_wgmma"].why_not_here() is not None,
                     reason="3xTF32 runs on wgmma (compute capability 9.0)")
 def test_the_held_out_run_checks_every_shape_it_times():
