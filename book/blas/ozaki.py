@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..launch.runtime import BACKEND, LaunchError, load_kernel, xp
-from ..registry import ceil_div
+from ..registry import cc_text, ceil_div, device_cc
 from .operands import _into
 
 MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193)
@@ -129,7 +129,6 @@ def _wgmma_products():
 def products_kernel(kind: str = "auto") -> str:
     """Which INT8 product kernel runs: 'wgmma' (12_ozaki_wgmma.cu) on compute capability 9.0,
     else 'mma' (12_ozaki.cu's mma.sync); ``kind`` other than 'auto' asks for one."""
-    from ..registry import device_cc
     if kind == "auto":
         return "wgmma" if device_cc() == (9, 0) else "mma"
     if kind not in ("wgmma", "mma"):
@@ -154,7 +153,7 @@ def _on_device(n: int, device: int) -> tuple:
             xp.asarray(np.concatenate([c.w_hi, c.w_lo, [c.p_hi, c.p_lo, c.inv_p]])))
 
 
-def _strided(X, name: str) -> tuple:
+def _strided(X) -> tuple:
     """(a C-contiguous array to pass, X's row step, X's column step in it), in elements: X
     itself, or X.T where X is F-contiguous (a transpose: nothing copied), else a C-contiguous
     copy."""
@@ -195,7 +194,7 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
         return [], C
     n = n or moduli_for(K)
     p = bits(n, K)
-    (a, ar, ac), (b, br, bc) = _strided(A, "A"), _strided(B, "B")
+    (a, ar, ac), (b, br, bc) = _strided(A), _strided(B)
     moduli, table = _on_device(n, _device())
     wgmma = products_kernel(products) == "wgmma"
     Kp, Mp, Np = ((128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 128 * ceil_div(N, 128)) if wgmma
@@ -240,7 +239,6 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
 
 def _ozaki(A, B, out, alpha: float, beta: float) -> None:
     """out = alpha A B + beta out by ``ozaki_sgemm`` (``sgemm(precision='ozaki')``)."""
-    from ..registry import cc_text, device_cc
     if device_cc() < MIN_CC:
         raise LaunchError(f"sgemm: precision='ozaki' runs on INT8 mma.sync (compute capability "
                           f"{cc_text(MIN_CC)}), and this device counts as {cc_text(device_cc())}; "

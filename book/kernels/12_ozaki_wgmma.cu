@@ -20,15 +20,6 @@
 #define TILE_BYTES (128 * 128)  // one operand's k-tile: 128 rows of 128 int8
 
 #ifdef __CUDA_ARCH__
-#define WGMMA_D64_INT_OPERANDS(d)                                                                      \
-    "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),           \
-    "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),     \
-    "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),   \
-    "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),   \
-    "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),   \
-    "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),   \
-    "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),   \
-    "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
 // D (64 x 128, int32) [+]= A (64 x 32) B (32 x 128), int8 operands at a and b in shared memory as
 // wgmma_m64n128_tf32's (the same bytes: a row of 128 bytes holds 128 k's instead of 32), the
 // k-step's first byte given (tile + 32 s). d in the same layout.
@@ -38,7 +29,7 @@ __device__ __forceinline__ void wgmma_m64n128_s8(int (&d)[64], const signed char
                  "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 "
                  WGMMA_D64_REGS
                  ", %64, %65, p;\n}\n"
-                 : WGMMA_D64_INT_OPERANDS(d)
+                 : WGMMA_D64_AS("+r", d)
                  : "l"(tf32_descriptor(reinterpret_cast<const float*>(a))),
                    "l"(tf32_descriptor(reinterpret_cast<const float*>(b))), "r"(int(accumulate)));
 }

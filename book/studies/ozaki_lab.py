@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
+from ..blas import sgemm
 from ..blas.ozaki import MIN_CC, moduli_for, ozaki_passes, ozaki_sgemm
 from ..harness import results
-from ..harness.check import relative_error, random_inputs
+from ..harness.check import random_inputs
 from ..harness.device import device_report
 from ..harness.measure import relative_error_xp, time_launch
-from ..launch.runtime import BACKEND, LaunchError, to_device, to_host, xp
+from ..launch.runtime import BACKEND, LaunchError, to_device, xp
 from ..registry import TF32_TOLERANCE
 from . import alternatives
-from .alternatives import Alternative, _book
+from .alternatives import Alternative
 
 MODULI_FILE, PASSES_FILE, FAMILIES_FILE, CEILING_FILE = ("12_moduli", "12_passes", "12_families",
                                                         "12_int8_ceiling")
@@ -49,11 +51,10 @@ def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> p
     """Each number of moduli in ``ns``, ``precision='ozaki'``, the book's 3xTF32 and FFMA
     SGEMM beside cuBLAS SGEMM (chapter 11's ``measure``: checked, ``rounds`` interleaved
     rounds, x cuBLAS and the error of each)."""
+    book = {a.id: a for a in alternatives.ALTERNATIVES}  # (chapter 11's, run on the emulator too)
     specs = [ozaki(n) for n in ns] + [ozaki()] + [
-        Alternative("book_tf32x3", "book.sgemm, 3xTF32", "the book", "tf32x3", chapter=10,
-                    gpu_only=False, min_cc=(9, 0), run=lambda A, B, C: _book(A, B, C, "tf32x3")),
-        Alternative("book_sgemm", "book.sgemm", "the book", "fp32", chapter=9, gpu_only=False,
-                    run=lambda A, B, C: _book(A, B, C, "fp32"))]
+        replace(book["book_tf32x3"], chapter=10, gpu_only=False, min_cc=(9, 0)),
+        replace(book["book_sgemm"], chapter=9, gpu_only=False)]
     shapes = shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES)
     return alternatives.measure(shapes, rounds, specs).assign(
         moduli=lambda d: [int(k[7:]) if k.startswith("ozaki_n") else
@@ -113,25 +114,14 @@ def int8_ceiling(sizes=(4096, 8192)) -> pd.DataFrame:
 
 def families(M: int | None = None, N: int | None = None, K: int = 4096) -> pd.DataFrame:
     """The relative error (against float64) of ``precision='ozaki'``, of 7 and 8 moduli, of
-    FFMA book.sgemm and of cuBLAS SGEMM on every input family of chapter 10 (one row each)."""
-    from .tf32_lab import MAGNITUDE_FAMILIES, magnitude_inputs
+    FFMA book.sgemm and of cuBLAS SGEMM on every input family of chapter 10 (one row each:
+    chapter 10's ``magnitudes`` with these runs)."""
+    from .tf32_lab import magnitudes
     M = M or (2048 if BACKEND == "gpu" else 32)
-    N = N or M
-    K = K if BACKEND == "gpu" else 64
-    runs = {"ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7),
-            "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8),
-            "book_sgemm": lambda A, B: _sgemm(A, B), "cublas": lambda A, B: xp.matmul(A, B)}
-    rows = []
-    for family, scales in MAGNITUDE_FAMILIES.items():
-        for s in scales:
-            a, b = magnitude_inputs(family, s, M, N, K)
-            ref = a.astype(np.float64) @ b.astype(np.float64)
-            A, B = to_device(a), to_device(b)
-            for kernel, run in runs.items():
-                rows.append({"family": family, "scale": s, "M": M, "N": N, "K": K,
-                             "kernel": kernel,
-                             "rel_error": relative_error(to_host(run(A, B)), ref)})
-    return pd.DataFrame(rows)
+    return magnitudes(M, N or M, K if BACKEND == "gpu" else 64, runs={
+        "ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7),
+        "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8), "book_sgemm": lambda A, B: sgemm(A, B),
+        "cublas": lambda A, B: xp.matmul(A, B)})
 
 
 def plot_moduli(df: pd.DataFrame):
@@ -149,7 +139,8 @@ def plot_moduli(df: pd.DataFrame):
             name = f"{M}x{N}x{K}"
             err.plot(g.moduli, g.rel_error, "o-", color=f"C{i}", label=name)
             speed.plot(g.moduli, g.x_cublas, "o-", color=f"C{i}", label=name)
-            for kernel, style, what in (("cublas", ":", "cuBLAS SGEMM"), ("book_tf32x3", "--", "3xTF32")):
+            for kernel, style, what in (("cublas", ":", "cuBLAS SGEMM"),
+                                        ("book_tf32x3", "--", "3xTF32")):
                 row = df[(df.kernel == kernel) & (df.M == M) & (df.N == N) & (df.K == K)
                          & (df.status == "ok")]
                 if len(row):
@@ -196,11 +187,6 @@ def plot_passes(df: pd.DataFrame):
         fig.tight_layout()
         plt.close(fig)
     return check_readable(fig)
-
-
-def _sgemm(A, B):
-    from ..blas import sgemm
-    return sgemm(A, B)
 
 
 def main(argv=None) -> None:

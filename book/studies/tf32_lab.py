@@ -152,20 +152,23 @@ def magnitude_inputs(family: str, s: float, M: int, N: int, K: int, seed: int = 
             (b * np.exp2(rng.integers(-60, 61, (1, N)))).astype(np.float32))
 
 
-def magnitudes(M: int = 2048, N: int = 2048, K: int = 4096) -> "pd.DataFrame":
+def magnitudes(M: int = 2048, N: int = 2048, K: int = 4096,
+               runs: dict | None = None) -> "pd.DataFrame":
     """The relative error (against float64) of book.sgemm(precision='tf32x3'), chapter 10's
     3xTF32 kernel without the scaling, FFMA book.sgemm and cuBLAS SGEMM (``cublas``) on every
-    family and magnitude of :data:`MAGNITUDE_FAMILIES`, one row each."""
+    family and magnitude of :data:`MAGNITUDE_FAMILIES`, one row each; ``runs``: {kernel:
+    run(A, B) -> C} to compare instead (chapter 12's)."""
     import pandas as pd
 
     from .. import blas
     from ..harness.check import relative_error, run_matmul
     from ..registry import KERNELS
     from .sgemm_lab import BookSgemm
-    runs = {"tf32x3": lambda a, b: blas.sgemm(a, b, precision="tf32x3"),
-            "tf32x3_unscaled": lambda a, b: to_device(run_matmul(KERNELS["tf32x3_wgmma"], to_host(a), to_host(b))),
-            BookSgemm.id: lambda a, b: blas.sgemm(a, b),
-            "cublas": lambda a, b: xp.matmul(a, b)}
+    runs = runs or {
+        "tf32x3": lambda a, b: blas.sgemm(a, b, precision="tf32x3"),
+        "tf32x3_unscaled": lambda a, b: to_device(run_matmul(KERNELS["tf32x3_wgmma"], to_host(a), to_host(b))),
+        BookSgemm.id: lambda a, b: blas.sgemm(a, b),
+        "cublas": lambda a, b: xp.matmul(a, b)}
     rows = []
     points = [(family, s) for family, scales in MAGNITUDE_FAMILIES.items() for s in scales]
     for family, s in bar(points, desc="magnitudes", unit="input"):
