@@ -3,11 +3,15 @@ bound, its exactness on integers, its error against float64 -- and the kernels o
 ``12_ozaki.cu`` (``book.blas.ozaki``), which must agree with the model bit for bit on odd shapes,
 on the emulator in CI and on the GPU host."""
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import book
 from book import BACKEND, LaunchError, sgemm, to_device, to_host
+from book.blas import ozaki
 from book.blas.ozaki import moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
 from book.models import ozaki as oz
@@ -84,6 +88,25 @@ def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n, products):
     got = to_host(ozaki_sgemm(to_device(a), to_device(b), n, out=out, products=products))
     want = oz.ozaki(a, b, n)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (shape, n)
+
+
+def test_the_wgmma_blocks_cover_c_in_groups_of_rows_of_tiles(monkeypatch):
+    """12_ozaki_wgmma.cu takes its tiles GROUP_M (8) rows of tiles at a time: 9 rows of tiles
+    (a group and a part of one) by 3 columns, k from one record and a bit of a second; 5 blocks
+    (as on a GPU of 5 SMs) take the 54 tiles of both moduli in turn, their pipelines running on
+    from one tile into the next."""
+    if device_cc() != (9, 0):
+        pytest.skip("wgmma: compute capability 9.0")
+    monkeypatch.setattr(ozaki, "_sms", lambda: 5)
+    a, b = random_inputs(1030, 520, 129, seed=3)
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 2, products="wgmma"))
+    assert np.array_equal(got.view(np.uint32), oz.ozaki(a, b, 2).view(np.uint32))
+
+
+def test_the_kernels_hold_the_same_moduli():
+    text = (Path(book.__file__).parent / "kernels" / "ozaki.cuh").read_text()
+    listed = re.search(r"constexpr int m\[16\] = \{([^}]*)\}", text).group(1)
+    assert tuple(int(x) for x in listed.split(",")) == oz.MODULI
 
 
 def test_eight_moduli_are_as_accurate_as_sgemm_on_random_inputs():

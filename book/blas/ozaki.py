@@ -19,12 +19,14 @@ import numpy as np
 
 from ..launch.runtime import BACKEND, LaunchError, load_kernel, xp
 from ..registry import cc_text, ceil_div, device_cc
+from .kernels import _sms
 from .operands import _into
 
 MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193)
 """Pairwise coprime moduli of at most 256, the largest first (256 = 2^8; 255 = 3 5 17;
 253 = 11 23; 247 = 13 19; 217 = 7 31; the others prime): n moduli give P, their product, of
-about 8n bits. Symmetric residues of each fit an int8 (256's in -128 .. 127)."""
+about 8n bits. Symmetric residues of each fit an int8 (256's in -128 .. 127). The kernels hold
+the same list (``ozaki.cuh``'s ``modulus``)."""
 
 MAX_K = (1 << 31) // (128 * 128) - 1
 """The longest K whose int32 sums of int8 products cannot overflow: K 128^2 < 2^31."""
@@ -108,7 +110,7 @@ def moduli_for(K: int) -> int:
 
 SOURCE, WGMMA_SOURCE = "12_ozaki.cu", "12_ozaki_wgmma.cu"
 MIN_CC = (8, 0)
-WGMMA_STAGES = 3
+WGMMA_STAGES = 4
 
 
 def _kernel(name: str):
@@ -119,7 +121,7 @@ def _wgmma_products():
     """12_ozaki_wgmma.cu's product kernel and its dynamic shared memory (sm_90a)."""
     k = load_kernel(WGMMA_SOURCE, "ozaki_products_wgmma", defines={"STAGES": WGMMA_STAGES},
                     options=("-arch=sm_90a",))
-    smem = WGMMA_STAGES * 2 * 128 * 128 + 1024
+    smem = WGMMA_STAGES * 3 * 128 * 128 + 8 * 16 * 264 + 1024  # (stages, the store's rows)
     need = k.module.static_shared("ozaki_products_wgmma") + smem
     if need > k.max_dynamic_shared_size_bytes:
         k.max_dynamic_shared_size_bytes = need
@@ -134,10 +136,6 @@ def products_kernel(kind: str = "auto") -> str:
     if kind not in ("wgmma", "mma"):
         raise LaunchError(f"ozaki_sgemm: products={kind!r}: 'auto', 'wgmma' or 'mma'")
     return kind
-
-
-def _grid(total: int, threads: int = 256) -> tuple[int]:
-    return (max(1, min(ceil_div(total, threads), 8192)),)
 
 
 def _device() -> int:
@@ -197,8 +195,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
     (a, ar, ac), (b, br, bc) = _strided(A), _strided(B)
     moduli, table = _on_device(n, _device())
     wgmma = products_kernel(products) == "wgmma"
-    Kp, Mp, Np = ((128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 128 * ceil_div(N, 128)) if wgmma
-                  else (32 * ceil_div(K, 32), 32 * ceil_div(M, 32), 16 * ceil_div(N, 16)))
+    # residues in records of 128 rows x 128 k's (ozaki.cuh); B's rows to 256 (a wgmma block's N)
+    Kp, Mp, Np = 128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 256 * ceil_div(N, 256)
     top = xp.empty(M + N, np.int32)  # the largest magnitude of A's rows, then B's columns
     bad = xp.empty(M + N + 1, np.int32)  # rows of A, columns of B with Inf or NaN; any
     RA, RB = xp.empty(n * Mp * Kp, np.int8), xp.empty(n * Np * Kp, np.int8)
@@ -211,25 +209,28 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
         top.fill(0)
         bad.fill(0)
         for X, r, xr, xc, first, _, _ in rows:
-            _kernel("ozaki_magnitudes")((ceil_div(K, 32), ceil_div(r, 32)), (32, 8), (
+            grid = ((ceil_div(r, 8), ceil_div(K, 4096)) if xc == 1
+                    else (ceil_div(r, 256), ceil_div(K, 256)))
+            _kernel("ozaki_magnitudes")(grid, (256,), (
                 X, i32(r), i32(K), i64(xr), i64(xc), top, bad, i32(first), i32(M + N)))
 
     def residues():
         for X, r, xr, xc, first, pad, RX in rows:
-            _kernel("ozaki_residues")((Kp // 32, ceil_div(pad, 32)), (32, 8), (
+            _kernel("ozaki_residues")((Kp // 128, pad // 32), (32, 8), (
                 X, i32(r), i32(K), i64(xr), i64(xc), top, i32(first), i32(p), i32(n),
-                moduli, RX, i32(pad), i32(Kp), i64(pad * Kp)))
+                RX, i32(Kp), i64(pad * Kp)))
 
     def int8_products():
         args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
         if wgmma:
             kernel, smem = _wgmma_products()
-            kernel((Np // 128, Mp // 128, n), (256,), args, shared_mem=smem)
+            blocks = min(n * (Mp // 128) * (Np // 256), _sms())
+            kernel((blocks,), (384,), args + (i32(n),), shared_mem=smem)
         else:
             _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args)
 
     def reconstruct():
-        _kernel("ozaki_reconstruct")(_grid(M * N), (256,), (
+        _kernel("ozaki_reconstruct")((M, ceil_div(N, 512)), (128,), (
             R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
             i64(ar), i64(ac), b, i64(br), i64(bc), i32(K)))
 

@@ -9,14 +9,13 @@
 // The passes (each its own launch):
 //   ozaki_magnitudes   the largest magnitude of each row of A and column of B (read as a row of
 //                      B^T), which fixes its power of two, and which hold Inf or NaN
-//   ozaki_residues     the scaled integers' residues, n int8 matrices, k padded to a multiple of 32
-//   ozaki_products     for each modulus, the INT8 product (mma.sync m16n8k32), kept mod m (uint8)
+//   ozaki_residues     the scaled integers' residues, n int8 matrices, in records of 128 rows x
+//                      128 k's laid out as wgmma reads them (record_offset)
+//   ozaki_products     for each modulus, the INT8 product (mma.sync m16n8k32), kept mod m (uint8);
+//                      on Hopper 12_ozaki_wgmma.cu's ozaki_products_wgmma runs instead
 //   ozaki_reconstruct  the CRT in float64 (high parts exact, low parts after), scaled to float32
-// A first version: the passes over A and B read 32 x 32 tiles along their contiguous side;
-//   ozaki_products uses one warp per 16 x 8 tile of C, its fragments loaded straight from the
-//   residues (on Hopper, 12_ozaki_wgmma.cu's ozaki_products_wgmma runs instead).
 // Launch (book/blas/ozaki.py): any sizes with K < 2^17, any strides. Compute capability 8.0.
-#include "common.cuh"
+#include "ozaki.cuh"
 
 // float64 products and sums that are never fused into an FMA (the model rounds each one).
 #ifdef __CUDA_ARCH__
@@ -47,22 +46,6 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const unsigned (&a)[4], cons
 #endif
 }
 
-// A 32 x 32 tile of X (rows x cols, element (i, k) at X[i * xr + k * xc]) into T[i - i0][k - k0],
-// zeros outside X, read along whichever of its sides lies contiguous (xc == 1: along k, as A's
-// rows; else along i, as B's columns read as rows of B^T), so that a warp reads 32 adjacent
-// floats. Block (32, 8).
-__device__ __forceinline__ void load_tile(float (&T)[32][33], const float* __restrict__ X, int rows,
-                                          int cols, long long xr, long long xc, int i0, int k0) {
-    const int tx = threadIdx.x, along_k = xc == 1;
-    for (int y = threadIdx.y; y < 32; y += 8) {
-        const int i = i0 + (along_k ? y : tx), k = k0 + (along_k ? tx : y);
-        const float x = i < rows && k < cols ? X[i * xr + k * xc] : 0.0f;
-        if (along_k) T[y][tx] = x;
-        else T[tx][y] = x;
-    }
-    __syncthreads();
-}
-
 // The power of two of row i: p minus the exponent e of its largest finite magnitude (= f 2^e,
 // 0.5 <= f < 1; `top`: its float bits), so that the row times 2^shift stays below 2^p; 0 for a
 // row of zeros.
@@ -73,64 +56,95 @@ __device__ __forceinline__ int shift_of(int top, int p) {
     return p - e;
 }
 
-// The largest finite magnitude of each row of X, as its float bits (non-negative floats order
-// as their bits), into top[first + i] by atomicMax (top zeroed before); rows that hold Inf or
-// NaN flagged in bad[first + i], and bad[flag] (any row of A or column of B) too: the
-// reconstruction computes their elements of C with float32 FMAs instead, as cuBLAS SGEMM does.
-// Block (32, 8), grid (CEIL_DIV(cols, 32), CEIL_DIV(rows, 32)).
-extern "C" __global__ void ozaki_magnitudes(const float* __restrict__ X, int rows, int cols,
-                                            long long xr, long long xc, int* __restrict__ top,
-                                            int* __restrict__ bad, int first, int flag) {
-    __shared__ float T[32][33];
-    const int i0 = blockIdx.y * 32;
-    load_tile(T, X, rows, cols, xr, xc, i0, blockIdx.x * 32);
-    for (int y = threadIdx.y; y < 32; y += 8) {  // a warp per row of the tile
-        const float a = fabsf(T[y][threadIdx.x]);
-        const bool special = !(a <= 3.402823466e38f);  // Inf or NaN
-        float m = special ? 0.0f : a;
-        for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        const bool any = __any_sync(0xffffffffu, special);
-        const int i = i0 + y;
-        if (threadIdx.x == 0 && i < rows) {
-            if (m > 0.0f) atomicMax(&top[first + i], __float_as_int(m));
-            if (any) bad[first + i] = bad[flag] = 1;
+// The largest finite magnitude of each row of X (element (i, k) at X[i * xr + k * xc]), as its
+// float bits (non-negative floats order as their bits), into top[first + i] by atomicMax (top
+// zeroed before); rows that hold Inf or NaN flagged in bad[first + i], and bad[flag] (any row of
+// A or column of B) too: the reconstruction computes their elements of C with float32 FMAs
+// instead, as cuBLAS SGEMM does. Block 256. Rows along k (xc == 1, as A's): a warp reads 32
+// adjacent k's of a row at a time, 4096 of them a block, grid (CEIL_DIV(rows, 8),
+// CEIL_DIV(cols, 4096)). Else (B's columns, read as rows of B^T): a thread a row, 32 adjacent
+// rows a warp, 256 k's a block, grid (CEIL_DIV(rows, 256), CEIL_DIV(cols, 256)).
+extern "C" __global__ void __launch_bounds__(256)
+ozaki_magnitudes(const float* __restrict__ X, int rows, int cols, long long xr, long long xc,
+                 int* __restrict__ top, int* __restrict__ bad, int first, int flag) {
+    const int along_k = xc == 1, span = along_k ? 4096 : 256;
+    const int i = along_k ? blockIdx.x * 8 + threadIdx.x / 32 : blockIdx.x * 256 + threadIdx.x;
+    const int k0 = blockIdx.y * span + (along_k ? threadIdx.x % 32 : 0), step = along_k ? 32 : 1;
+    const int end = min(cols, (int)(blockIdx.y + 1) * span);
+    float m = 0.0f;
+    bool special = false;
+    if (i < rows) {
+#pragma unroll 4
+        for (int k = k0; k < end; k += step) {
+            const float a = fabsf(X[i * xr + k * xc]);
+            if (a <= 3.402823466e38f) m = fmaxf(m, a);
+            else special = true;  // Inf or NaN
         }
     }
+    if (along_k) {  // (the whole warp: its row is the same for all lanes)
+        for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        special = __any_sync(0xffffffffu, special);
+        if (threadIdx.x % 32 != 0) return;
+    }
+    if (i >= rows) return;
+    if (m > 0.0f) atomicMax(&top[first + i], __float_as_int(m));
+    if (special) bad[first + i] = bad[flag] = 1;
 }
 
-// The residues of the scaled rows: R[l * slice + i * ldr + k] = rint(X(i, k) 2^shift) mod m_l
-// (shift: shift_of(top[first + i], p)), in the symmetric range (-m_l / 2 .. (m_l - 1) / 2, an
-// int8), for l < n, i < rows_pad, k < ldr: zeros past the rows and columns of X, and for Inf and
-// NaN. Block (32, 8), grid
-// (ldr / 32, CEIL_DIV(rows_pad, 32)); ldr a multiple of 32.
-extern "C" __global__ void ozaki_residues(const float* __restrict__ X, int rows, int cols,
-                                          long long xr, long long xc, const int* __restrict__ top,
-                                          int first, int p, int n, const int* __restrict__ moduli,
-                                          signed char* __restrict__ R, int rows_pad, int ldr,
-                                          long long slice) {
-    __shared__ float T[32][33];
-    const int i0 = blockIdx.y * 32, k = blockIdx.x * 32 + threadIdx.x;
-    load_tile(T, X, rows, cols, xr, xc, i0, blockIdx.x * 32);
-    for (int y = threadIdx.y; y < 32; y += 8) {
-        const int i = i0 + y;
-        if (i >= rows_pad) break;
-        const float x = T[y][threadIdx.x];  // (nonzero only inside X)
-        const int v = x != 0.0f && fabsf(x) <= 3.402823466e38f
-                          ? (int)rintf(ldexpf(x, shift_of(top[first + i], p))) : 0;
-        for (int l = 0; l < n; ++l) {
-            const int m = moduli[l];
-            int r = v % m;
-            if (r < 0) r += m;
-            if (r > (m - 1) / 2) r -= m;
-            R[l * slice + (long long)i * ldr + k] = (signed char)r;
+// The residues of the scaled rows: byte (i, k) of residue matrix l, at R[l * slice +
+// record_offset(i, k, Kp)], is rint(X(i, k) 2^shift) mod m_l (shift: shift_of(top[first + i], p))
+// in the symmetric range -m_l / 2 .. (m_l - 1) / 2 (an int8), for l < n: zeros past X's rows and
+// columns, and for Inf and NaN. A block of (32, 8) threads: 32 rows x 128 k's of X into shared
+// memory, read along whichever side lies contiguous (32 adjacent floats a warp); then each warp
+// a row at a time, a thread 4 adjacent k's, a 4-byte word of each residue matrix. Grid
+// (Kp / 128, rows_pad / 32), rows_pad a multiple of 128 and Kp of 128.
+extern "C" __global__ void __launch_bounds__(256)
+ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, long long xc,
+               const int* __restrict__ top, int first, int p, int n,
+               signed char* __restrict__ R, int Kp, long long slice) {
+    __shared__ float T[32][132];  // (132: a warp's 16-byte reads of a row hit every bank once)
+    const int i0 = blockIdx.y * 32, k0 = blockIdx.x * 128, tx = threadIdx.x, ty = threadIdx.y;
+    if (xc == 1) {  // rows along k: warp ty reads rows ty, ty + 8, ...
+        for (int y = ty; y < 32; y += 8)
+            for (int c = tx; c < 128; c += 32) {
+                const int i = i0 + y, k = k0 + c;
+                T[y][c] = i < rows && k < cols ? X[i * xr + k] : 0.0f;
+            }
+    } else {  // rows across: warp ty reads k's ty, ty + 8, ..., 32 adjacent rows each
+        for (int c = ty; c < 128; c += 8) {
+            const int i = i0 + tx, k = k0 + c;
+            T[tx][c] = i < rows && k < cols ? X[i * xr + k * xc] : 0.0f;
+        }
+    }
+    __syncthreads();
+    for (int y = ty; y < 32; y += 8) {
+        const int i = i0 + y, s = i < rows ? shift_of(top[first + i], p) : 0;
+        int v[4];
+        for (int q = 0; q < 4; ++q) {
+            const float x = T[y][4 * tx + q];  // (nonzero only inside X)
+            v[q] = x != 0.0f && fabsf(x) <= 3.402823466e38f ? (int)rintf(ldexpf(x, s)) : 0;
+        }
+        const long long at = record_offset(i, k0 + 4 * tx, Kp);
+#pragma unroll
+        for (int l = 0; l < 16; ++l) {
+            if (l >= n) continue;
+            const int m = modulus(l);
+            unsigned word = 0;
+            for (int q = 0; q < 4; ++q) {
+                int r = v[q] % m;
+                if (r < 0) r += m;
+                if (r > (m - 1) / 2) r -= m;
+                word |= (unsigned)(r & 0xFF) << (8 * q);
+            }
+            *reinterpret_cast<unsigned*>(R + l * slice + at) = word;
         }
     }
 }
 
 // For modulus l = blockIdx.z: R[l * r_slice + i * N + j] = (RA_l RB_l^T)(i, j) mod m_l, in
-// 0 .. m_l - 1. RA_l: A's residues, M rounded up to 32 rows of Kp int8; RB_l: B's, a row per
-// column of B, N rounded up to 16 rows; Kp a multiple of 32. A warp computes
-// a 16 x 8 tile of C, a block of 4 warps 32 x 16.
+// 0 .. m_l - 1. RA_l: A's residues, a row per row of A; RB_l: B's, a row per column of B; both
+// in records (record_offset), Kp a multiple of 128. A warp computes a 16 x 8 tile of C (mma.sync,
+// its fragments loaded straight from the records), a block of 4 warps 32 x 16.
 extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
                                           const signed char* __restrict__ RB,
                                           unsigned char* __restrict__ R, int M, int N, int Kp,
@@ -139,65 +153,83 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
     const int l = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int i0 = blockIdx.y * 32 + (warp / 2) * 16, j0 = blockIdx.x * 16 + (warp % 2) * 8;
-    const signed char* a = RA + l * a_slice + (long long)(i0 + g) * Kp + 4 * t;
-    const signed char* b = RB + l * b_slice + (long long)(j0 + g) * Kp + 4 * t;
+    const signed char* a = RA + l * a_slice;
+    const signed char* b = RB + l * b_slice;
+    auto word = [&](const signed char* x, int row, int k) {
+        return *reinterpret_cast<const unsigned*>(x + record_offset(row, k, Kp));
+    };
     int acc[4] = {0, 0, 0, 0};
-    for (int k = 0; k < Kp; k += 32) {
-        const unsigned af[4] = {*reinterpret_cast<const unsigned*>(a + k),
-                                *reinterpret_cast<const unsigned*>(a + 8LL * Kp + k),
-                                *reinterpret_cast<const unsigned*>(a + k + 16),
-                                *reinterpret_cast<const unsigned*>(a + 8LL * Kp + k + 16)};
-        const unsigned bf[2] = {*reinterpret_cast<const unsigned*>(b + k),
-                                *reinterpret_cast<const unsigned*>(b + k + 16)};
+    for (int k = 4 * t; k < Kp; k += 32) {
+        const unsigned af[4] = {word(a, i0 + g, k), word(a, i0 + g + 8, k),
+                                word(a, i0 + g, k + 16), word(a, i0 + g + 8, k + 16)};
+        const unsigned bf[2] = {word(b, j0 + g, k), word(b, j0 + g, k + 16)};
         mma_s8(acc, af, bf, acc);
     }
     const int m = moduli[l];
+    const float inv = 1.0f / m;
     for (int q = 0; q < 4; ++q) {
         const int i = i0 + g + 8 * (q / 2), j = j0 + 2 * t + q % 2;
-        if (i < M && j < N) {
-            int r = acc[q] % m;
-            if (r < 0) r += m;
-            R[l * r_slice + (long long)i * N + j] = (unsigned char)r;
-        }
+        if (i < M && j < N) R[l * r_slice + (long long)i * N + j] = (unsigned char)mod_of(acc[q], m, inv);
     }
 }
 
+// 2^s as a float64, for -1022 <= s <= 1023 (exact: a product by it only moves the exponent).
+__device__ __forceinline__ double pow2(int s) {
+    return __longlong_as_double((long long)(s + 1023) << 52);
+}
+
 // C[i * ldc + j] = C'(i, j) 2^-(sa + sb), rounded to float32 (sa, sb: shift_of top[i] and
-// top[M + j]), C' rebuilt from its residues
-// R[l * r_slice + i * N + j] (l < n) by the Chinese remainder theorem. K holds, in float64,
-// w_hi[0 .. n - 1], w_lo[0 .. n - 1], P_hi, P_lo and 1 / P (book/models/ozaki.py's constants):
-// the sum of the high parts is exact, q = rint(sum / P), C' = (hi - q P_hi) + (lo - q P_lo).
+// top[M + j]), C' rebuilt from its residues R[l * r_slice + i * N + j] (l < n) by the Chinese
+// remainder theorem. K holds, in float64, w_hi[0 .. n - 1], w_lo[0 .. n - 1], P_hi, P_lo and
+// 1 / P (book/models/ozaki.py's constants): the sum of the high parts is exact,
+// q = rint(sum / P), C' = (hi - q P_hi) + (lo - q P_lo).
 // Where row i of A (bad[i]) or column j of B (bad[M + j]) holds Inf or NaN, the element is A's
 // row times B's column in float32 FMAs, k = 0 .. Kd - 1 in order (as cuBLAS SGEMM gives them):
 // A(i, k) = A[i * ar + k * ac], B(k, j) = B[k * br + j * bc].
-extern "C" __global__ void ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N,
-                                             long long r_slice, int n, const double* __restrict__ K,
-                                             const int* __restrict__ top, int p,
-                                             float* __restrict__ C, int ldc,
-                                             const int* __restrict__ bad,
-                                             const float* __restrict__ A, long long ar,
-                                             long long ac, const float* __restrict__ B,
-                                             long long br, long long bc, int Kd) {
-    const long long total = (long long)M * N;
+// A thread 4 adjacent elements of a row (4 bytes of each residue matrix at once where N % 4 == 0,
+// and a 16-byte store where C's row allows it): block 128, grid (M, CEIL_DIV(N, 512)).
+extern "C" __global__ void __launch_bounds__(128)
+ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r_slice, int n,
+                  const double* __restrict__ K, const int* __restrict__ top, int p,
+                  float* __restrict__ C, int ldc, const int* __restrict__ bad,
+                  const float* __restrict__ A, long long ar, long long ac,
+                  const float* __restrict__ B, long long br, long long bc, int Kd) {
+    const int i = blockIdx.x, j0 = (blockIdx.y * 128 + threadIdx.x) * 4;
+    if (j0 >= N) return;
+    const long long e = (long long)i * N + j0;
+    const bool whole = j0 + 4 <= N, words = whole && N % 4 == 0;
+    double hi[4] = {0.0, 0.0, 0.0, 0.0}, lo[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int l = 0; l < n; ++l) {
+        unsigned char r[4] = {0, 0, 0, 0};
+        if (words) {
+            const uchar4 w = *reinterpret_cast<const uchar4*>(R + l * r_slice + e);
+            r[0] = w.x, r[1] = w.y, r[2] = w.z, r[3] = w.w;
+        } else {
+            for (int q = 0; q < 4 && j0 + q < N; ++q) r[q] = R[l * r_slice + e + q];
+        }
+        for (int q = 0; q < 4; ++q) {
+            hi[q] = DADD(hi[q], DMUL((double)r[q], K[l]));
+            lo[q] = DADD(lo[q], DMUL((double)r[q], K[n + l]));
+        }
+    }
+    const int sa = shift_of(top[i], p);
     const bool any = bad[M + N] != 0;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
-         e += (long long)gridDim.x * blockDim.x) {
-        const int i = (int)(e / N), j = (int)(e % N);
+    float out[4];
+    for (int q = 0; q < 4; ++q) {
+        const int j = min(j0 + q, N - 1);  // (past N: computed, not stored)
         if (any && (bad[i] || bad[M + j])) {
             float sum = 0.0f;
             for (int k = 0; k < Kd; ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
-            C[(long long)i * ldc + j] = sum;
+            out[q] = sum;
             continue;
         }
-        double hi = 0.0, lo = 0.0;
-        for (int l = 0; l < n; ++l) {
-            const double r = R[l * r_slice + e];
-            hi = DADD(hi, DMUL(r, K[l]));
-            lo = DADD(lo, DMUL(r, K[n + l]));
-        }
-        const double q = rint(DMUL(DADD(hi, lo), K[2 * n + 2]));
-        const double x = DADD(DADD(hi, -DMUL(q, K[2 * n])), DADD(lo, -DMUL(q, K[2 * n + 1])));
-        const int shift = shift_of(top[i], p) + shift_of(top[M + j], p);
-        C[(long long)i * ldc + j] = (float)ldexp(x, -shift);
+        const double c = rint(DMUL(DADD(hi[q], lo[q]), K[2 * n + 2]));
+        const double x = DADD(DADD(hi[q], -DMUL(c, K[2 * n])), DADD(lo[q], -DMUL(c, K[2 * n + 1])));
+        out[q] = (float)DMUL(x, pow2(-(sa + shift_of(top[M + j], p))));
     }
+    float* to = C + (long long)i * ldc + j0;
+    if (whole && reinterpret_cast<unsigned long long>(to) % 16 == 0)
+        *reinterpret_cast<float4*>(to) = make_float4(out[0], out[1], out[2], out[3]);
+    else
+        for (int q = 0; q < 4 && j0 + q < N; ++q) to[q] = out[q];
 }

@@ -28,6 +28,8 @@ from ..registry import TF32_TOLERANCE
 from . import alternatives
 from .alternatives import Alternative
 
+SPREADS = (5, 10, 20, 40)
+"""The spreads s of the family where each element has its own power of two, 2^-s .. 2^s."""
 MODULI_FILE, PASSES_FILE, FAMILIES_FILE, CEILING_FILE = ("12_moduli", "12_passes", "12_families",
                                                         "12_int8_ceiling")
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048)]
@@ -114,11 +116,12 @@ def int8_ceiling(sizes=(4096, 8192)) -> pd.DataFrame:
 
 def families(M: int | None = None, N: int | None = None, K: int = 4096) -> pd.DataFrame:
     """The relative error (against float64) of ``precision='ozaki'``, of 7 and 8 moduli, of
-    FFMA book.sgemm and of cuBLAS SGEMM on every input family of chapter 10 (one row each:
-    chapter 10's ``magnitudes`` with these runs)."""
-    from .tf32_lab import magnitudes
+    FFMA book.sgemm and of cuBLAS SGEMM on every input family of chapter 10 and on
+    ``SPREAD_FAMILY`` (one row each: chapter 10's ``magnitudes`` with these runs)."""
+    from .tf32_lab import MAGNITUDE_FAMILIES, SPREAD_FAMILY, magnitudes
     M = M or (2048 if BACKEND == "gpu" else 32)
-    return magnitudes(M, N or M, K if BACKEND == "gpu" else 64, runs={
+    return magnitudes(M, N or M, K if BACKEND == "gpu" else 64, families={
+        **MAGNITUDE_FAMILIES, SPREAD_FAMILY: SPREADS}, runs={
         "ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7),
         "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8), "book_sgemm": lambda A, B: sgemm(A, B),
         "cublas": lambda A, B: xp.matmul(A, B)})

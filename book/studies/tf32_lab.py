@@ -138,6 +138,10 @@ MAGNITUDE_FAMILIES = {
 """Chapter 10's input families: uniform [-1, 1) scaled as named, s the magnitude (C stays
 inside float32's range in every one); the last scales each row of A and column of B by its own
 power of two."""
+SPREAD_FAMILY = "each element x 2^-s..2^s"
+"""Chapter 12's family more: every element of A and B times its own power of two, from 2^-s to
+2^s (s the magnitude), so that a row's elements span 2s binades: the Ozaki scheme's integers
+keep p bits of a row's largest element, fewer of its small ones."""
 
 
 def magnitude_inputs(family: str, s: float, M: int, N: int, K: int, seed: int = 0):
@@ -148,16 +152,20 @@ def magnitude_inputs(family: str, s: float, M: int, N: int, K: int, seed: int = 
     if family == "A x s, B / s":
         return (a * np.float32(s)).astype(np.float32), (b / np.float32(s)).astype(np.float32)
     rng = np.random.default_rng(seed + 1)
+    if family == SPREAD_FAMILY:
+        e = int(s)
+        return ((a * np.exp2(rng.integers(-e, e + 1, a.shape))).astype(np.float32),
+                (b * np.exp2(rng.integers(-e, e + 1, b.shape))).astype(np.float32))
     return ((a * np.exp2(rng.integers(-60, 61, (M, 1)))).astype(np.float32),
             (b * np.exp2(rng.integers(-60, 61, (1, N)))).astype(np.float32))
 
 
 def magnitudes(M: int = 2048, N: int = 2048, K: int = 4096,
-               runs: dict | None = None) -> "pd.DataFrame":
+               runs: dict | None = None, families: dict | None = None) -> "pd.DataFrame":
     """The relative error (against float64) of book.sgemm(precision='tf32x3'), chapter 10's
     3xTF32 kernel without the scaling, FFMA book.sgemm and cuBLAS SGEMM (``cublas``) on every
-    family and magnitude of :data:`MAGNITUDE_FAMILIES`, one row each; ``runs``: {kernel:
-    run(A, B) -> C} to compare instead (chapter 12's)."""
+    family and magnitude of :data:`MAGNITUDE_FAMILIES` (or ``families``), one row each; ``runs``:
+    {kernel: run(A, B) -> C} to compare instead (chapter 12's)."""
     import pandas as pd
 
     from .. import blas
@@ -170,7 +178,8 @@ def magnitudes(M: int = 2048, N: int = 2048, K: int = 4096,
         BookSgemm.id: lambda a, b: blas.sgemm(a, b),
         "cublas": lambda a, b: xp.matmul(a, b)}
     rows = []
-    points = [(family, s) for family, scales in MAGNITUDE_FAMILIES.items() for s in scales]
+    points = [(family, s) for family, scales in (families or MAGNITUDE_FAMILIES).items()
+              for s in scales]
     for family, s in bar(points, desc="magnitudes", unit="input"):
         a, b = magnitude_inputs(family, s, M, N, K)
         ref = a.astype(np.float64) @ b.astype(np.float64)
