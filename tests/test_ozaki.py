@@ -191,14 +191,23 @@ def test_the_passes_are_clean_in_check_mode(monkeypatch):
             assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products)), want)
 
 
-def test_seven_or_eight_moduli_keep_the_error_below_sgemm_s_along_k():
-    """moduli_for: 7 where K 4^p reaches 2^54 (K = 4^j and a little above), else 8; the model's
-    error then stays below NumPy's float32 product's at every K tried."""
-    assert [moduli_for(K) for K in (64, 110, 1024, 2048, 4096, 8192, 131071)] == [7, 8, 7, 8, 7, 8, 8]
-    for K in (64, 700, 2048, 5000):
-        a, b = random_inputs(40, 40, K, seed=K)
-        ref = a.astype(np.float64) @ b
-        assert relative_error(oz.ozaki(a, b, moduli_for(K)), ref) < relative_error(a @ b, ref)
+@pytest.mark.parametrize("K", [64, 1024, 16384])
+@pytest.mark.parametrize("spread", [0, 40])
+def test_eight_moduli_keep_the_error_below_an_fma_chain_s_along_k(K, spread):
+    """moduli_for: 8 at every K. The model's error stays below a float32 FMA chain's (an SGEMM's
+    order of sums) on uniform inputs and where each element has its own power of two, from 2^-40
+    to 2^40 -- where 7 moduli do not."""
+    assert {moduli_for(k) for k in (1, 64, 4096, 131071)} == {8}
+    a, b = random_inputs(8, 8, K, seed=K + spread)
+    rng = np.random.default_rng(spread)
+    a = (a * np.exp2(rng.integers(-spread, spread + 1, a.shape))).astype(np.float32)
+    b = (b * np.exp2(rng.integers(-spread, spread + 1, b.shape))).astype(np.float32)
+    ref = a.astype(np.float64) @ b
+    i, j = (x.ravel() for x in np.meshgrid(np.arange(8), np.arange(8), indexing="ij"))
+    chain = relative_error(oz.ffma(a, b, i, j).reshape(8, 8), ref)
+    assert relative_error(oz.ozaki(a, b, moduli_for(K)), ref) < chain
+    if spread and K >= 1024:
+        assert relative_error(oz.ozaki(a, b, 7), ref) > chain
 
 
 @pytest.mark.parametrize("n, K", [(7, 4096), (8, 2048)])

@@ -86,26 +86,20 @@ def bits(n: int, K: int) -> int:
     return min(p, 30)  # (int32 integers)
 
 
-PRECISION = 54
-"""``precision='ozaki'`` takes the fewest moduli whose integers keep p bits, K 4^p >= 2^PRECISION.
-Its error relative to an SGEMM's stays about the same along K: an SGEMM's grows as sqrt(K), and at
-fixed P each 4 times K cost the integers one bit. At K = 4096 (p = 21, 7 moduli) the model
-(``book.models.ozaki``, the kernels' results bit for bit) gave relative errors from 3.2e-7 to
-6.5e-7 on chapter 10's input families at 1024 x 1024 x 4096, against 1.15e-6 for cuBLAS SGEMM
-on the H100 at 2048 x 2048 x 4096 (results/.../10_magnitudes.csv); 6 moduli gave 5.4e-6 to
-1.0e-5. So 7 moduli where their p reaches it (K from 4^j to about 1.6 4^j), else 8 (enough up
-to MAX_K). To be measured on the GPUs across K (chapter 12)."""
+OZAKI_MODULI = 8
+"""``precision='ozaki'``'s moduli, at every K up to MAX_K. Seven are enough where a row's elements
+share a scale (chapter 10's families, results/<gpu>/12_families.csv) but not where they span
+many binades (``tf32_lab.SPREAD_FAMILY``): the integers keep p bits of a row's largest element,
+fewer of its small ones. Eight kept the error below an SGEMM's (cuBLAS's on the GPU; a float32
+FMA chain's in the model, K from 64 to 131071) on both."""
 
 
 def moduli_for(K: int) -> int:
-    """The number of moduli ``precision='ozaki'`` uses at this K (``PRECISION``)."""
-    for n in range(1, len(MODULI) + 1):
-        try:
-            if K * 4 ** bits(n, K) >= 1 << PRECISION:
-                return n
-        except ValueError:  # (too few moduli for any bits at this K)
-            continue
-    raise LaunchError(f"K = {K}: no number of moduli reaches the precision")
+    """The number of moduli ``precision='ozaki'`` uses at this K (``OZAKI_MODULI``; K as
+    ``ozaki_sgemm`` takes it)."""
+    if not 0 <= K <= MAX_K:
+        raise LaunchError(f"K = {K}: at most {MAX_K} (int32 sums of int8 products)")
+    return OZAKI_MODULI
 
 
 SOURCE, WGMMA_SOURCE = "12_ozaki.cu", "12_ozaki_wgmma.cu"
@@ -209,8 +203,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
         top.fill(0)
         bad.fill(0)
         for X, r, xr, xc, first, _, _ in rows:
-            grid = ((ceil_div(r, 8), ceil_div(K, 4096)) if xc == 1
-                    else (ceil_div(r, 256), ceil_div(K, 256)))
+            grid = ((ceil_div(r, 8), ceil_div(K, 1024)) if xc == 1
+                    else (ceil_div(r, 256), ceil_div(K, 64)))
             _kernel("ozaki_magnitudes")(grid, (256,), (
                 X, i32(r), i32(K), i64(xr), i64(xc), top, bad, i32(first), i32(M + N)))
 

@@ -61,20 +61,20 @@ __device__ __forceinline__ int shift_of(int top, int p) {
 // zeroed before); rows that hold Inf or NaN flagged in bad[first + i], and bad[flag] (any row of
 // A or column of B) too: the reconstruction computes their elements of C with float32 FMAs
 // instead, as cuBLAS SGEMM does. Block 256. Rows along k (xc == 1, as A's): a warp reads 32
-// adjacent k's of a row at a time, 4096 of them a block, grid (CEIL_DIV(rows, 8),
-// CEIL_DIV(cols, 4096)). Else (B's columns, read as rows of B^T): a thread a row, 32 adjacent
-// rows a warp, 256 k's a block, grid (CEIL_DIV(rows, 256), CEIL_DIV(cols, 256)).
+// adjacent k's of a row at a time, 1024 of them a block, grid (CEIL_DIV(rows, 8),
+// CEIL_DIV(cols, 1024)). Else (B's columns, read as rows of B^T): a thread a row, 32 adjacent
+// rows a warp, 64 k's a block, grid (CEIL_DIV(rows, 256), CEIL_DIV(cols, 64)).
 extern "C" __global__ void __launch_bounds__(256)
 ozaki_magnitudes(const float* __restrict__ X, int rows, int cols, long long xr, long long xc,
                  int* __restrict__ top, int* __restrict__ bad, int first, int flag) {
-    const int along_k = xc == 1, span = along_k ? 4096 : 256;
+    const int along_k = xc == 1, span = along_k ? 1024 : 64;
     const int i = along_k ? blockIdx.x * 8 + threadIdx.x / 32 : blockIdx.x * 256 + threadIdx.x;
     const int k0 = blockIdx.y * span + (along_k ? threadIdx.x % 32 : 0), step = along_k ? 32 : 1;
     const int end = min(cols, (int)(blockIdx.y + 1) * span);
     float m = 0.0f;
     bool special = false;
     if (i < rows) {
-#pragma unroll 4
+#pragma unroll 8
         for (int k = k0; k < end; k += step) {
             const float a = fabsf(X[i * xr + k * xc]);
             if (a <= 3.402823466e38f) m = fmaxf(m, a);
@@ -122,20 +122,19 @@ ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, lo
         int v[4];
         for (int q = 0; q < 4; ++q) {
             const float x = T[y][4 * tx + q];  // (nonzero only inside X)
-            v[q] = x != 0.0f && fabsf(x) <= 3.402823466e38f ? (int)rintf(ldexpf(x, s)) : 0;
+            v[q] = x != 0.0f && fabsf(x) <= 3.402823466e38f ? __float2int_rn(ldexpf(x, s)) : 0;
         }
         const long long at = record_offset(i, k0 + 4 * tx, Kp);
 #pragma unroll
         for (int l = 0; l < 16; ++l) {
             if (l >= n) continue;
-            const int m = modulus(l);
+            // r = ((v + g) mod m) - g, in -g .. m - 1 - g (g = m / 2), v + g made non-negative
+            // by a multiple of m above |v| <= 2^30: an unsigned remainder by a constant
+            const int m = modulus(l), g = m / 2;
+            const unsigned off = (unsigned)m * (1u << 23) + g;
             unsigned word = 0;
-            for (int q = 0; q < 4; ++q) {
-                int r = v[q] % m;
-                if (r < 0) r += m;
-                if (r > (m - 1) / 2) r -= m;
-                word |= (unsigned)(r & 0xFF) << (8 * q);
-            }
+            for (int q = 0; q < 4; ++q)
+                word |= (unsigned)(((int)(((unsigned)v[q] + off) % m) - g) & 0xFF) << (8 * q);
             *reinterpret_cast<unsigned*>(R + l * slice + at) = word;
         }
     }
@@ -187,7 +186,7 @@ __device__ __forceinline__ double pow2(int s) {
 // row times B's column in float32 FMAs, k = 0 .. Kd - 1 in order (as cuBLAS SGEMM gives them):
 // A(i, k) = A[i * ar + k * ac], B(k, j) = B[k * br + j * bc].
 // A thread 4 adjacent elements of a row (4 bytes of each residue matrix at once where N % 4 == 0,
-// and a 16-byte store where C's row allows it): block 128, grid (M, CEIL_DIV(N, 512)).
+// all loaded before the sums start, and a 16-byte store where C's row allows it): block 128, grid (M, CEIL_DIV(N, 512)).
 extern "C" __global__ void __launch_bounds__(128)
 ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r_slice, int n,
                   const double* __restrict__ K, const int* __restrict__ top, int p,
@@ -198,18 +197,25 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
     if (j0 >= N) return;
     const long long e = (long long)i * N + j0;
     const bool whole = j0 + 4 <= N, words = whole && N % 4 == 0;
-    double hi[4] = {0.0, 0.0, 0.0, 0.0}, lo[4] = {0.0, 0.0, 0.0, 0.0};
-    for (int l = 0; l < n; ++l) {
-        unsigned char r[4] = {0, 0, 0, 0};
+    unsigned word[16];  // 4 residues a modulus, loaded all before any is used
+#pragma unroll
+    for (int l = 0; l < 16; ++l) {
+        if (l >= n) continue;
         if (words) {
-            const uchar4 w = *reinterpret_cast<const uchar4*>(R + l * r_slice + e);
-            r[0] = w.x, r[1] = w.y, r[2] = w.z, r[3] = w.w;
+            word[l] = *reinterpret_cast<const unsigned*>(R + l * r_slice + e);
         } else {
-            for (int q = 0; q < 4 && j0 + q < N; ++q) r[q] = R[l * r_slice + e + q];
+            word[l] = 0;
+            for (int q = 0; q < 4 && j0 + q < N; ++q) word[l] |= (unsigned)R[l * r_slice + e + q] << (8 * q);
         }
-        for (int q = 0; q < 4; ++q) {
-            hi[q] = DADD(hi[q], DMUL((double)r[q], K[l]));
-            lo[q] = DADD(lo[q], DMUL((double)r[q], K[n + l]));
+    }
+    double hi[4] = {0.0, 0.0, 0.0, 0.0}, lo[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+    for (int l = 0; l < 16; ++l) {
+        if (l >= n) continue;
+        for (int q = 0; q < 4; ++q) {  // r, exactly, as 2^52 + r less 2^52 (cheaper than a convert)
+            const double r = __hiloint2double(0x43300000, (word[l] >> (8 * q)) & 0xFF) - 4503599627370496.0;
+            hi[q] = DADD(hi[q], DMUL(r, K[l]));
+            lo[q] = DADD(lo[q], DMUL(r, K[n + l]));
         }
     }
     const int sa = shift_of(top[i], p);
