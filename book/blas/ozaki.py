@@ -122,6 +122,17 @@ def _wgmma_products():
     return k, smem
 
 
+def _wgmma_peak() -> tuple:
+    """12_ozaki_wgmma.cu's int8_peak: (kernel, dynamic shared memory, blocks, MACs a block an
+    iteration)."""
+    k = load_kernel(WGMMA_SOURCE, "int8_peak", defines={"STAGES": WGMMA_STAGES},
+                    options=("-arch=sm_90a",))
+    smem = 3 * 128 * 128 + 1024
+    if smem > k.max_dynamic_shared_size_bytes:
+        k.max_dynamic_shared_size_bytes = smem
+    return k, smem, _sms(), 2 * 4 * 64 * 256 * 32
+
+
 def products_kernel(kind: str = "auto") -> str:
     """Which INT8 product kernel runs: 'wgmma' (12_ozaki_wgmma.cu) on compute capability 9.0,
     else 'mma' (12_ozaki.cu's mma.sync); ``kind`` other than 'auto' asks for one."""

@@ -214,7 +214,7 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
         if (l >= n) continue;
         for (int q = 0; q < 4; ++q) {  // r, exactly, as 2^52 + r less 2^52 (cheaper than a convert)
             const double r = __hiloint2double(0x43300000, (word[l] >> (8 * q)) & 0xFF) - 4503599627370496.0;
-            hi[q] = DADD(hi[q], DMUL(r, K[l]));
+            hi[q] = fma(r, K[l], hi[q]);  // (exact, fused or not: one FMA for two)
             lo[q] = DADD(lo[q], DMUL(r, K[n + l]));
         }
     }

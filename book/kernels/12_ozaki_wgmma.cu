@@ -185,3 +185,34 @@ ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __re
 #endif
     }
 }
+
+// The INT8 ceiling of wgmma on this GPU, as chapter 10's wgmma_peak measures TF32's: two
+// warpgroups run ozaki_products_wgmma's 4 wgmmas a k-tile, `iters` times, on one stage that never
+// leaves shared memory (no copy, no epilogue). Block 256, a block per SM, STAGE_BYTES + 1024 bytes
+// of dynamic shared memory; out: a sum per thread (so that nothing is optimized away).
+extern "C" __global__ void __launch_bounds__(256, 1) int8_peak(int* out, int iters) {
+    extern __shared__ __align__(16) unsigned char raw[];
+    unsigned char* stage = align_1024(raw);
+    for (int i = threadIdx.x; i < STAGE_BYTES; i += 256) stage[i] = (unsigned char)(i % 7);
+#ifdef __CUDA_ARCH__
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the writes, for wgmma
+#endif
+    __syncthreads();
+    const signed char* s = reinterpret_cast<const signed char*>(stage);
+    int acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0;
+    for (int it = 0; it < iters; ++it) {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+            wgmma_m64n256_s8(acc, s + threadIdx.x / 128 * 64 * 128 + 32 * ks, s + RECORD + 32 * ks);
+        wgmma_commit();
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    fence_int_registers(acc);
+    int sum = 0;
+    for (int i = 0; i < 128; ++i) sum += acc[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}

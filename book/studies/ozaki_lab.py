@@ -24,7 +24,7 @@ from ..harness.check import random_inputs
 from ..harness.device import device_report
 from ..harness.measure import relative_error_xp, time_launch
 from ..launch.runtime import BACKEND, LaunchError, to_device, xp
-from ..registry import TF32_TOLERANCE
+from ..registry import TF32_TOLERANCE, device_cc
 from . import alternatives
 from .alternatives import Alternative
 
@@ -89,18 +89,32 @@ def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def int8_ceiling(sizes=(4096, 8192)) -> pd.DataFrame:
-    """cuBLASLt's INT8 GEMM (PyTorch's ``torch._int_mm``: int8 in, int32 out) at n^3, TOPS: the
-    ceiling the INT8 products are measured against. A row per size; status says where PyTorch
-    or a GPU is missing."""
+def int8_ceiling(sizes=(4096, 8192), iters: int | None = None) -> pd.DataFrame:
+    """What INT8 can reach on this GPU, TOPS: the wgmma products' own ceiling (12_ozaki_wgmma.cu's
+    int8_peak: their wgmmas on operands that never leave the SM, as chapter 10 measures TF32's),
+    and cuBLASLt's INT8 GEMM (PyTorch's ``torch._int_mm``: int8 in, int32 out) at n^3. A row
+    each; status says where PyTorch, wgmma or a GPU is missing."""
+    from ..blas.ozaki import _wgmma_peak
+    row = {"device": device_report()["name"], "date": time.strftime("%Y-%m-%d")}
+    rows = []
+    peak = {**row, "what": "wgmma m64n256k32, operands in shared memory", "n": np.nan}
+    if device_cc() == (9, 0):
+        kernel, smem, blocks, macs = _wgmma_peak()
+        iters = iters or (4096 if BACKEND == "gpu" else 2)
+        out = xp.zeros(blocks * 256, np.int32)
+        ms = time_launch(lambda: kernel((blocks,), (256,), (out, np.int32(iters)),
+                                        shared_mem=smem))["time_ms"]
+        rows.append({**peak, "status": "ok", "time_ms": ms,
+                     "tops": 2e-9 * macs * iters * blocks / ms})
+    else:
+        rows.append({**peak, "status": "skipped (wgmma: compute capability 9.0)"})
     why = None if BACKEND == "gpu" else "needs a GPU"
     if why is None and not alternatives.have("torch"):
         why = "needs torch, not installed here"
-    rows = []
     for n in sizes:
-        row = {"n": n, "device": device_report()["name"], "date": time.strftime("%Y-%m-%d")}
+        lt = {**row, "what": "cuBLASLt INT8 (torch._int_mm)", "n": n}
         if why:
-            rows.append({**row, "status": f"skipped ({why})"})
+            rows.append({**lt, "status": f"skipped ({why})"})
             continue
         import torch
         a = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda")
@@ -110,7 +124,7 @@ def int8_ceiling(sizes=(4096, 8192)) -> pd.DataFrame:
         if not torch.equal(c[:64].double(), ref):
             raise LaunchError(f"torch._int_mm at {n}^3 is not the exact integer product")
         ms = time_launch(lambda: torch._int_mm(a, b))["time_ms"]
-        rows.append({**row, "status": "ok", "time_ms": ms, "tops": 2e-9 * n ** 3 / ms})
+        rows.append({**lt, "status": "ok", "time_ms": ms, "tops": 2e-9 * n ** 3 / ms})
     return pd.DataFrame(rows)
 
 
