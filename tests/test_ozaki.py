@@ -103,6 +103,36 @@ def test_the_wgmma_blocks_cover_c_in_groups_of_rows_of_tiles(monkeypatch):
     assert np.array_equal(got.view(np.uint32), oz.ozaki(a, b, 2).view(np.uint32))
 
 
+def _record_offsets(rows: int, Kp: int) -> np.ndarray:
+    """ozaki.cuh's record_offset for every (row, k): where byte (row, k) of a residue matrix is."""
+    i, k = np.meshgrid(np.arange(rows), np.arange(Kp), indexing="ij")
+    return ((i // 128) * (Kp // 128) + k // 128) * 16384 + (i % 128) * 128 + \
+        (((k % 128) // 16) ^ (i % 8)) * 16 + k % 16
+
+
+def test_every_residue_is_an_int8_congruent_to_its_integer():
+    """ozaki_residues takes residues in float32 (t = v mod m through a float 1 / m): each is an
+    int8 and congruent to v, for integers up to 2^30 -- random ones, and ones a hair from a
+    multiple of m / 2, where the float quotient could round either way."""
+    rng = np.random.default_rng(12)
+    rows, K = 128, 256
+    v = rng.integers(-2 ** 23, 2 ** 23, (rows, K)) << rng.integers(0, 7, (rows, K))  # (floats)
+    near = [m * j // 2 + d for m in oz.MODULI for j in (1, 3, 2 ** 22 // m * 2 + 1) for d in (-1, 0, 1)]
+    v.flat[1:len(near) + 1] = near
+    v[:, 0] = 2 ** 29  # each row's largest in [2^29, 2^30): p = 30, its shift 0
+    x = v.astype(np.float32)
+    assert np.array_equal(x.astype(np.int64), v)
+    n, p, Kp = 16, 30, K
+    top = to_device(np.full(rows, np.float32(2 ** 29).view(np.int32), np.int32))
+    R = to_device(np.zeros(n * rows * Kp, np.int8))
+    ozaki._kernel("ozaki_residues")((Kp // 128, rows // 32), (32, 8), (
+        to_device(x), np.int32(rows), np.int32(K), np.int64(K), np.int64(1), top, np.int32(0),
+        np.int32(p), np.int32(n), R, np.int32(Kp), np.int64(rows * Kp)))
+    got = to_host(R).reshape(n, -1)[:, _record_offsets(rows, Kp)].astype(np.int64)
+    for l, m in enumerate(oz.MODULI):
+        assert ((got[l] - v) % m == 0).all(), m
+
+
 def test_the_kernels_hold_the_same_moduli():
     text = (Path(book.__file__).parent / "kernels" / "ozaki.cuh").read_text()
     listed = re.search(r"constexpr int m\[16\] = \{([^}]*)\}", text).group(1)

@@ -119,22 +119,38 @@ ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, lo
     __syncthreads();
     for (int y = ty; y < 32; y += 8) {
         const int i = i0 + y, s = i < rows ? shift_of(top[first + i], p) : 0;
-        int v[4];
+        // x 2^s as two exact products by powers of two (|s| <= 30 + 149 + 1: each half a float)
+        const float lo = __int_as_float((127 + s / 2) << 23), hi = __int_as_float((127 + s - s / 2) << 23);
+        // v = rint(x 2^s), |v| <= 2^30, held as v = 2^15 v1 + v0 (0 <= v0 < 2^15): two floats,
+        // each an exact small integer, so that its residues come from float32 FMAs alone
+        float v1[4], v0[4];
         for (int q = 0; q < 4; ++q) {
             const float x = T[y][4 * tx + q];  // (nonzero only inside X)
-            v[q] = x != 0.0f && fabsf(x) <= 3.402823466e38f ? __float2int_rn(ldexpf(x, s)) : 0;
+            const float v = fabsf(x) <= 3.402823466e38f ? rintf(x * lo * hi) : 0.0f;
+            v1[q] = floorf(v * (1.0f / 32768.0f));
+            v0[q] = fmaf(v1[q], -32768.0f, v);
         }
         const long long at = record_offset(i, k0 + 4 * tx, Kp);
 #pragma unroll
         for (int l = 0; l < 16; ++l) {
             if (l >= n) continue;
-            // r = ((v + g) mod m) - g, in -g .. m - 1 - g (g = m / 2), v + g made non-negative
-            // by a multiple of m above |v| <= 2^30: an unsigned remainder by a constant
-            const int m = modulus(l), g = m / 2;
-            const unsigned off = (unsigned)m * (1u << 23) + g;
+            // t = v1 (2^15 mod m) + v0 = v (mod m), |t| <= 2^23: exact; q = t / m rounded through
+            // the float 1/m (off by under 1/500), r = t - q m, exact: within -m/2 - 1 .. m/2 + 1,
+            // an int8 for every modulus but 255 (128 there, moved to -127) and 256 (v's low byte
+            // itself). The float r + 1.5 2^23 has the bits 0x4B400000 + r: its low byte is r's.
+            const int m = modulus(l);
+            const float magic = 12582912.0f;  // 1.5 2^23
             unsigned word = 0;
-            for (int q = 0; q < 4; ++q)
-                word |= (unsigned)(((int)(((unsigned)v[q] + off) % m) - g) & 0xFF) << (8 * q);
+            for (int q = 0; q < 4; ++q) {
+                float r = v0[q];  // (m = 256: v0's low byte is v's)
+                if (m != 256) {
+                    const float t = fmaf(v1[q], (float)((1 << 15) % m), v0[q]);
+                    const float c = fmaf(t, 1.0f / m, magic) - magic;
+                    r = fmaf(c, -(float)m, t);
+                    if (m == 255 && r > 127.0f) r -= 255.0f;
+                }
+                word |= (__float_as_uint(r + magic) & 0xFF) << (8 * q);
+            }
             *reinterpret_cast<unsigned*>(R + l * slice + at) = word;
         }
     }
