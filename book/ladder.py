@@ -27,12 +27,17 @@ from .registry import KERNELS
 from .harness.sources import DATA
 
 FILES = ["02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coarsen",
-         "06_regtile", "07_kahan_speed", "08_steps", "09_sgemm_suite", "10_tensor_cores"]
+         "06_regtile", "07_kahan_speed", "08_steps", "09_sgemm_suite", "10_tensor_cores", "12_moduli"]
 """The results files that time kernels at n = 4096, in chapter order: a kernel is taken from the
 first file holding it, and listed under the chapter that introduced it."""
+OZAKI_FILE, OZAKI_KERNEL = "12_moduli", "ozaki"
+"""Chapter 12's file times other numbers of moduli (less accurate than SGEMM, or slower) and
+chapters 9's and 10's calls again beside it: its rung is precision='ozaki' alone."""
 TUNE = "08_tune"
-REQUIRED = ["00_ceilings", "01_cpu_loop"] + FILES + [TUNE]
-"""The results files a GPU folder must hold (with device.json) to stand in the ladder."""
+REQUIRED = ["00_ceilings", "01_cpu_loop"] + [f for f in FILES if f != "12_moduli"] + [TUNE]
+"""The results files a GPU folder must hold (with device.json) to stand in the ladder (chapter
+12's not among them: its INT8 call needs compute capability 8.0 and a GPU without its record
+still stands, without that row)."""
 README = Path(__file__).resolve().parents[1] / "README.md"
 FIGURE = README.parent / "results" / "ladder.png"
 NOTEBOOKS = README.parent / "notebooks"
@@ -42,16 +47,16 @@ LANDING_FIGURE = README.parent / "results" / "milestones.png"
 """The landing page's figure: the milestones of the ladder, legible on a phone."""
 BEGIN, END = "<!-- ladder:begin -->", "<!-- ladder:end -->"
 PAYOFF_BEGIN, PAYOFF_END = "<!-- payoff:begin -->", "<!-- payoff:end -->"
-TENSOR_CORES = 10
-"""The chapter of the tensor-core kernels: not on the FP32 FMA roofline."""
-CUBLAS_RUNG = 11
+TENSOR_CORES = (10, 12)
+"""The chapters of the tensor-core kernels (TF32, INT8): not on the FP32 FMA roofline."""
+CUBLAS_RUNG = 13
 """The chapter number the ladder gives cuBLAS SGEMM's row, to list it after every chapter's kernels."""
 INSTEAD_RUNG = INSTEAD
 """The chapter number the ladder gives what a reader would use instead (Triton, PyTorch), to list
 those rows after cuBLAS's: measured in chapter 11, they are not rungs the book climbed."""
 
 
-OFF_THE_ROOF = (TENSOR_CORES, INSTEAD_RUNG)
+OFF_THE_ROOF = (*TENSOR_CORES, INSTEAD_RUNG)
 """The rungs the roofline leaves out: the tensor cores (other units, above the FP32 FMA roof), and
 Triton and PyTorch (not the book's kernels; ncu launches kernels of the registry)."""
 
@@ -84,6 +89,8 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
         except FileNotFoundError:
             continue
         ok = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.status == "ok")]
+        if name == OZAKI_FILE:
+            ok = ok[ok.kernel == OZAKI_KERNEL]
         if name == TUNE and len(ok):  # only the winner of the search (picked at its largest n)
             from .tune import winner
             best = winner(df)
@@ -96,7 +103,7 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
             chapter = KERNELS[r.kernel].chapter if r.kernel in KERNELS else _chapter(name)
             rows.append({"chapter": chapter,
                          "kernel": r.kernel, "label": r.label, "n": n, "gflops": r.gflops,
-                         "pct_of_cublas": r.pct_of_cublas, "device": r.device})
+                         "pct_of_cublas": getattr(r, "pct_of_cublas", np.nan), "device": r.device})
     from .studies.alternatives import ladder_rows
     for r in ladder_rows(gpu, n).itertuples():  # (after cuBLAS: INSTEAD_RUNG)
         rows.append({"chapter": INSTEAD_RUNG, "kernel": r.kernel, "n": n, "gflops": r.gflops,

@@ -185,6 +185,10 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
     called again: chapter 12 times them one by one), in order: ([(name, run), ...], C)."""
     M, K = A.shape
     K2, N = B.shape
+    if device_cc() < MIN_CC:
+        raise LaunchError(f"ozaki_sgemm: the INT8 products run on mma.sync with s8 operands (compute "
+                          f"capability {cc_text(MIN_CC)}), and this device counts as "
+                          f"{cc_text(device_cc())}")
     if K != K2:
         raise LaunchError(f"ozaki_sgemm: A is {M} x {K} but B is {K2} x {N}")
     if K > MAX_K:

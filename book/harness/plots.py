@@ -29,11 +29,11 @@ FAMILIES = {0: ("cuBLAS", "#000000"), 1: ("CPU loop", "#7f7f7f"), 2: ("naive", "
             5: ("bank conflicts", "#d62728"), 6: ("register tiles", "#9467bd"),
             7: ("Kahan, pitched rows", "#8c564b"), 8: ("toward cuBLAS", "#e377c2"),
             9: ("every shape", "#17becf"), 10: ("tensor cores", "#bcbd22"),
-            12: ("what you would use instead", "#393b79")}
+            12: ("INT8 tensor cores", "#637939"), 14: ("what you would use instead", "#393b79")}
 """Kernel families -- the chapter that introduces a kernel (0: the library; INSTEAD: Triton and
 PyTorch, which chapter 11 measures beside them) -- and the one colour each has in every figure of
 the book."""
-INSTEAD = 12
+INSTEAD = 14
 """The family of what a reader would use instead of the book's kernels (chapter 11): the ladder's
 rung after cuBLAS's."""
 MARKERS = "osD^vPX*"

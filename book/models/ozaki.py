@@ -104,6 +104,37 @@ def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
     return C
 
 
+def walkthrough(a: np.ndarray, b: np.ndarray, n: int = 3):
+    """One element of C = a . b (a row of A, a column of B) by the scheme with ``n`` moduli, every
+    intermediate shown: (a table, a row per step and a column per k, with each product's sum in
+    the last column; and {name: value} of the result: the integer C' the CRT gives, the exact
+    integer product, and C beside the float64 value)."""
+    import pandas as pd
+    a, b = np.asarray(a, np.float32)[None, :], np.asarray(b, np.float32)[:, None]
+    K, p = a.shape[1], bits(n, a.shape[1])
+    sa, sb = shifts(a, p, axis=1), shifts(b, p, axis=0)
+    ai, bi = scaled(a, sa, axis=1)[0], scaled(b, sb, axis=0)[:, 0]
+    cols = [f"k = {k}" for k in range(K)] + ["sum (mod m)"]
+    rows = {"a (float32)": list(a[0]) + [""], "b (float32)": list(b[:, 0]) + [""],
+            f"a' = a 2^{int(sa[0])}, rounded": list(ai) + [""],
+            f"b' = b 2^{int(sb[0])}, rounded": list(bi) + [""]}
+    r = []
+    for m in constants(n).moduli:
+        ra, rb = residues(ai, m).astype(np.int64), residues(bi, m).astype(np.int64)
+        r.append(int(np.mod(ra @ rb, m)))
+        rows[f"a' mod {m}"] = list(ra) + [""]
+        rows[f"b' mod {m}"] = list(rb) + [""]
+        rows[f"a' b' mod {m}"] = list(np.mod(ra * rb, m)) + [r[-1]]
+    text = {name: [f"{x:g}" if isinstance(x, (float, np.floating)) else str(x) for x in row]
+            for name, row in rows.items()}
+    table = pd.DataFrame.from_dict(text, orient="index", columns=cols)
+    cp = reconstruct(np.array(r, np.int64).reshape(n, 1, 1), n)[0, 0]
+    c = np.float32(np.ldexp(cp, -int(sa[0] + sb[0])))
+    return table, {"p": p, "P": constants(n).product, "r": ", ".join(map(str, r)),
+                   "crt": int(cp), "exact": int(ai @ bi),
+                   "c": float(c), "c64": float(a[0].astype(np.float64) @ b[:, 0])}
+
+
 def flow(n: int = 7, K: int = 4096):
     """The scheme's steps as a picture, top to bottom, with this n and K's own numbers: the bits
     p of the integers, the moduli, the size of their product P."""

@@ -27,6 +27,7 @@ from ..launch.runtime import BACKEND, LaunchError, to_device, xp
 from ..registry import TF32_TOLERANCE, device_cc
 from . import alternatives
 from .alternatives import Alternative
+from .tf32_lab import MAGNITUDE_FAMILIES, SPREAD_FAMILY, magnitudes
 
 SPREADS = (5, 10, 20, 40)
 """The spreads s of the family where each element has its own power of two, 2^-s .. 2^s."""
@@ -60,7 +61,8 @@ def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> p
     shapes = shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES)
     return alternatives.measure(shapes, rounds, specs).assign(
         moduli=lambda d: [int(k[7:]) if k.startswith("ozaki_n") else
-                          moduli_for(K) if k == "ozaki" else 0 for k, K in zip(d.kernel, d.K)])
+                          moduli_for(K) if k == "ozaki" else 0 for k, K in zip(d.kernel, d.K)],
+        device=device_report()["name"], date=time.strftime("%Y-%m-%d"))
 
 
 def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
@@ -132,13 +134,52 @@ def families(M: int | None = None, N: int | None = None, K: int = 4096) -> pd.Da
     """The relative error (against float64) of ``precision='ozaki'``, of 7 and 8 moduli, of
     FFMA book.sgemm and of cuBLAS SGEMM on every input family of chapter 10 and on
     ``SPREAD_FAMILY`` (one row each: chapter 10's ``magnitudes`` with these runs)."""
-    from .tf32_lab import MAGNITUDE_FAMILIES, SPREAD_FAMILY, magnitudes
     M = M or (2048 if BACKEND == "gpu" else 32)
     return magnitudes(M, N or M, K if BACKEND == "gpu" else 64, families={
         **MAGNITUDE_FAMILIES, SPREAD_FAMILY: SPREADS}, runs={
         "ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7),
         "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8), "book_sgemm": lambda A, B: sgemm(A, B),
         "cublas": lambda A, B: xp.matmul(A, B)})
+
+
+GOALS = {4096: 2.5, 8192: 3.0}
+"""The issue's goals for ``precision='ozaki'``, x cuBLAS SGEMM at n^3."""
+
+
+def family_summary(every: dict) -> pd.DataFrame:
+    """The families study of every GPU recorded ({device: 12_families table}), a row per GPU and
+    family: the largest relative error over the family's scales of 8 moduli
+    (``precision='ozaki'``), of 7, and of cuBLAS SGEMM, and the largest ratio of 8 moduli's, and
+    of 7's, to cuBLAS's at one scale."""
+    rows = []
+    for device, df in every.items():
+        t = df.pivot_table(index=["family", "scale"], columns="kernel", values="rel_error")
+        for family, g in t.groupby(level="family", sort=False):
+            rows.append({"GPU": device, "family": family, "scales": len(g),
+                         "8 moduli": g.ozaki.max(), "7 moduli": g.ozaki_n7.max(),
+                         "cuBLAS SGEMM": g.cublas.max(),
+                         "8 moduli / cuBLAS": (g.ozaki / g.cublas).max(),
+                         "7 moduli / cuBLAS": (g.ozaki_n7 / g.cublas).max()})
+    return pd.DataFrame(rows).set_index(["GPU", "family"])
+
+
+def goal_table(every: dict) -> pd.DataFrame:
+    """The moduli study of every GPU recorded ({device: 12_moduli table}), a row per GPU and
+    shape: ``precision='ozaki'`` and the book's 3xTF32, x cuBLAS SGEMM and their errors beside
+    cuBLAS's, and the goal where the issue set one."""
+    rows = []
+    for device, df in every.items():
+        ok = df[df.status == "ok"]
+        for (M, N, K), g in ok.groupby(["M", "N", "K"], sort=False):
+            g = g.set_index("kernel")
+            rows.append({"GPU": device, "shape": f"{M}x{N}x{K}",
+                         "ozaki, x cuBLAS": g.x_cublas.get("ozaki", np.nan),
+                         "3xTF32, x cuBLAS": g.x_cublas.get("book_tf32x3", np.nan),
+                         "goal": GOALS.get(M, np.nan) if M == N == K else np.nan,
+                         "ozaki error": g.rel_error.get("ozaki", np.nan),
+                         "3xTF32 error": g.rel_error.get("book_tf32x3", np.nan),
+                         "cuBLAS error": g.rel_error.get("cublas", np.nan)})
+    return pd.DataFrame(rows).set_index(["GPU", "shape"])
 
 
 def plot_moduli(df: pd.DataFrame):
