@@ -12,7 +12,7 @@ import pytest
 import book
 from book import BACKEND, LaunchError, sgemm, to_device, to_host
 from book.blas import ozaki
-from book.blas.ozaki import moduli_for, ozaki_sgemm
+from book.blas.ozaki import MAX_K, MOST_MODULI, bits, moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
 from book.models import ozaki as oz
 from book.registry import device_cc
@@ -37,6 +37,19 @@ def test_bits_keep_every_integer_product_inside_half_the_modulus(n, K):
     p = oz.bits(n, K)
     assert K * 4 ** p <= (oz.constants(n).product - 1) // 2 or p == 30
     assert p == 30 or K * 4 ** (p + 1) > (oz.constants(n).product - 1) // 2
+
+
+@pytest.mark.parametrize("n", range(1, MOST_MODULI + 1))
+def test_every_product_of_the_reconstruction_is_exact(n):
+    """The reconstruction multiplies residues (below 256) by the weights' parts and the quotient
+    (below n 256) by P's: every such product fits float64's 53 bits, so the kernel may fuse it
+    into an FMA and still give the model's bits."""
+    c = oz.constants(n)
+    for part in (c.w_hi, c.w_lo):
+        assert all(float(w).is_integer() for w in part)
+    assert max(abs(c.w_lo)) * 256 < 2 ** 53 and abs(c.p_lo) * n * 256 < 2 ** 53
+    # (the high parts' products and sums: exact by constants' choice of 2^t, tested above)
+    assert bits(MOST_MODULI, MAX_K) == 30  # (more moduli: no more bits)
 
 
 def test_reconstruction_returns_the_integer_from_its_residues():
@@ -201,6 +214,8 @@ def test_what_it_does_not_take_is_refused_before_a_launch():
     a, b = random_inputs(8, 8, 8, seed=6)
     with pytest.raises(LaunchError, match="A is 8 x 8 but B is 7 x 8"):
         ozaki_sgemm(to_device(a), to_device(b[:7]))
+    with pytest.raises(LaunchError, match="11 moduli: from 1 to 10"):
+        ozaki_sgemm(to_device(a), to_device(b), 11)
     with pytest.raises(LaunchError, match="K = 131072: at most 131071"):
         ozaki_sgemm(to_device(np.ones((1, 131072), np.float32)),
                     to_device(np.ones((131072, 1), np.float32)))

@@ -86,6 +86,11 @@ def bits(n: int, K: int) -> int:
     return min(p, 30)  # (int32 integers)
 
 
+MOST_MODULI = 10
+"""The most moduli ``ozaki_sgemm`` takes: ten give the integers their 30 bits (int32) at every K up
+to MAX_K, so more would buy nothing; and up to ten, every product of the reconstruction is exact
+in float64 (the kernel fuses them into FMAs and still gives the model's bits)."""
+
 OZAKI_MODULI = 8
 """``precision='ozaki'``'s moduli, at every K up to MAX_K. Seven are enough where a row's elements
 share a scale (chapter 10's families, results/<gpu>/12_families.csv) but not where they span
@@ -200,6 +205,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
     if M == 0 or N == 0:
         return [], C
     n = n or moduli_for(K)
+    if not 1 <= n <= MOST_MODULI:
+        raise LaunchError(f"ozaki_sgemm: {n} moduli: from 1 to {MOST_MODULI} (with {MOST_MODULI} the "
+                          f"integers already keep 30 bits at every K; more buy nothing)")
     p = bits(n, K)
     (a, ar, ac), (b, br, bc) = _strided(A), _strided(B)
     moduli, table = _on_device(n, _device())

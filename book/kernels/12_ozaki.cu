@@ -17,7 +17,9 @@
 // Launch (book/blas/ozaki.py): any sizes with K < 2^17, any strides. Compute capability 8.0.
 #include "ozaki.cuh"
 
-// float64 products and sums that are never fused into an FMA (the model rounds each one).
+// float64 products and sums that are never fused into an FMA (the model rounds each one); the
+// reconstruction's products by the weights and by P are exact (ozaki.py's constants: a test holds
+// it), so its FMAs give the model's bits.
 #ifdef __CUDA_ARCH__
 #define DMUL(a, b) __dmul_rn(a, b)
 #define DADD(a, b) __dadd_rn(a, b)
@@ -230,8 +232,8 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
         if (l >= n) continue;
         for (int q = 0; q < 4; ++q) {  // r, exactly, as 2^52 + r less 2^52 (cheaper than a convert)
             const double r = __hiloint2double(0x43300000, (word[l] >> (8 * q)) & 0xFF) - 4503599627370496.0;
-            hi[q] = fma(r, K[l], hi[q]);  // (exact, fused or not: one FMA for two)
-            lo[q] = DADD(lo[q], DMUL(r, K[n + l]));
+            hi[q] = fma(r, K[l], hi[q]);  // (each product exact: fused or not, the same bits)
+            lo[q] = fma(r, K[n + l], lo[q]);
         }
     }
     const int sa = shift_of(top[i], p);
@@ -246,7 +248,7 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
             continue;
         }
         const double c = rint(DMUL(DADD(hi[q], lo[q]), K[2 * n + 2]));
-        const double x = DADD(DADD(hi[q], -DMUL(c, K[2 * n])), DADD(lo[q], -DMUL(c, K[2 * n + 1])));
+        const double x = DADD(fma(-c, K[2 * n], hi[q]), fma(-c, K[2 * n + 1], lo[q]));
         out[q] = (float)DMUL(x, pow2(-(sa + shift_of(top[M + j], p))));
     }
     float* to = C + (long long)i * ldc + j0;
