@@ -211,6 +211,9 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
                   float* __restrict__ C, int ldc, const int* __restrict__ bad,
                   const float* __restrict__ A, long long ar, long long ac,
                   const float* __restrict__ B, long long br, long long bc, int Kd) {
+    __shared__ double k[2 * 16 + 3];  // K, read once a block (not once an element)
+    for (int t = threadIdx.x; t < 2 * n + 3; t += blockDim.x) k[t] = K[t];
+    __syncthreads();
     const int i = blockIdx.x, j0 = (blockIdx.y * 128 + threadIdx.x) * 4;
     if (j0 >= N) return;
     const long long e = (long long)i * N + j0;
@@ -232,8 +235,8 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
         if (l >= n) continue;
         for (int q = 0; q < 4; ++q) {  // r, exactly, as 2^52 + r less 2^52 (cheaper than a convert)
             const double r = __hiloint2double(0x43300000, (word[l] >> (8 * q)) & 0xFF) - 4503599627370496.0;
-            hi[q] = fma(r, K[l], hi[q]);  // (each product exact: fused or not, the same bits)
-            lo[q] = fma(r, K[n + l], lo[q]);
+            hi[q] = fma(r, k[l], hi[q]);  // (each product exact: fused or not, the same bits)
+            lo[q] = fma(r, k[n + l], lo[q]);
         }
     }
     const int sa = shift_of(top[i], p);
@@ -247,8 +250,8 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
             out[q] = sum;
             continue;
         }
-        const double c = rint(DMUL(DADD(hi[q], lo[q]), K[2 * n + 2]));
-        const double x = DADD(fma(-c, K[2 * n], hi[q]), fma(-c, K[2 * n + 1], lo[q]));
+        const double c = rint(DMUL(DADD(hi[q], lo[q]), k[2 * n + 2]));
+        const double x = DADD(fma(-c, k[2 * n], hi[q]), fma(-c, k[2 * n + 1], lo[q]));
         out[q] = (float)DMUL(x, pow2(-(sa + shift_of(top[M + j], p))));
     }
     float* to = C + (long long)i * ldc + j0;
