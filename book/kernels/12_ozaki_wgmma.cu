@@ -27,11 +27,8 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-#ifndef STAGED
-#define STAGED 1
-#endif
 #define RECORD 16384                 // bytes of one record: 128 rows of 128 int8
-#define EPI_PITCH 264                // bytes a row of a warp's 16 x 256 residues of C (STAGED)
+#define EPI_PITCH 264                // bytes a row of a warp's 16 x 256 residues of C
 #define STAGE_BYTES (3 * RECORD)     // A's record, then B's two
 
 // The 128 accumulator registers of a m64n256 wgmma (operands %0 .. %127).
@@ -81,6 +78,30 @@ inline void wgmma_m64n256_s8(int (&d)[128], const signed char* a, const signed c
 }
 inline void fence_int_registers(int (&)[128]) {}
 #endif
+
+// A warp's sums acc (its thread's 128, d[4 j + i] as wgmma_m64n256_s8 lays them out) modulo M,
+// a byte each, into the warp's 16 rows of `mine` (EPI_PITCH bytes apart). acc + M 2^23 is
+// non-negative (|acc| <= K (M/2 + 1)^2 < M 2^23 for K <= MAX_K) and congruent to acc, so its
+// unsigned remainder by the constant M -- a multiply and shifts -- is the residue. M = 0: the
+// modulus m at run time (ozaki.cuh's mod_of).
+template <int M>
+__device__ __forceinline__ void stage_mod(const int (&acc)[128], unsigned char* mine, int g, int tq,
+                                          int m = M) {
+    const float inv = 1.0f / m;
+#pragma unroll
+    for (int q = 0; q < 128; q += 2) {
+        const int r = g + 8 * (q % 4 / 2), c = 8 * (q / 4) + 2 * tq;
+        unsigned lo, hi;
+        if (M > 0) {
+            constexpr unsigned off = (unsigned)(M > 0 ? M : 1) << 23;
+            lo = ((unsigned)acc[q] + off) % (unsigned)(M > 0 ? M : 1);
+            hi = ((unsigned)acc[q + 1] + off) % (unsigned)(M > 0 ? M : 1);
+        } else {
+            lo = mod_of(acc[q], m, inv), hi = mod_of(acc[q + 1], m, inv);
+        }
+        *reinterpret_cast<unsigned short*>(mine + r * EPI_PITCH + c) = (unsigned short)(lo | hi << 8);
+    }
+}
 
 // R[l * r_slice + i * N + j] = (RA_l RB_l^T)(i, j) mod m_l for every modulus l < n: the tiles of
 // 128 x 256 of C, modulus by modulus, taken by the blocks in turn (tile blockIdx.x, then
@@ -149,19 +170,23 @@ ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __re
         wgmma_wait<0>();
         if (tid % 128 == 0) barrier_arrive(&empty[(it - 1) % STAGES]);
         fence_int_registers(acc);
-        const int m = moduli[l];
-        const float inv = 1.0f / m;
         unsigned char* out = R + l * r_slice;
         const int row0 = tm * 128 + wg * 64 + 16 * w, col0 = tn * 256;
-#if STAGED
         // through the warp's own 16 rows of shared memory (`mine`), so that a warp's stores to R
         // are 128 adjacent bytes, not single bytes 8 rows apart
         unsigned char* mine = stages + STAGES * STAGE_BYTES + (wg * 4 + w) * 16 * EPI_PITCH;
-#pragma unroll
-        for (int q = 0; q < 128; q += 2) {
-            const int r = g + 8 * (q % 4 / 2), c = 8 * (q / 4) + 2 * tq;
-            *reinterpret_cast<unsigned short*>(mine + r * EPI_PITCH + c) = (unsigned short)(
-                mod_of(acc[q], m, inv) | mod_of(acc[q + 1], m, inv) << 8);
+        switch (l) {  // (the modulus a constant in each: a remainder by it is a multiply)
+        case 0: stage_mod<modulus(0)>(acc, mine, g, tq); break;
+        case 1: stage_mod<modulus(1)>(acc, mine, g, tq); break;
+        case 2: stage_mod<modulus(2)>(acc, mine, g, tq); break;
+        case 3: stage_mod<modulus(3)>(acc, mine, g, tq); break;
+        case 4: stage_mod<modulus(4)>(acc, mine, g, tq); break;
+        case 5: stage_mod<modulus(5)>(acc, mine, g, tq); break;
+        case 6: stage_mod<modulus(6)>(acc, mine, g, tq); break;
+        case 7: stage_mod<modulus(7)>(acc, mine, g, tq); break;
+        case 8: stage_mod<modulus(8)>(acc, mine, g, tq); break;
+        case 9: stage_mod<modulus(9)>(acc, mine, g, tq); break;
+        default: stage_mod<0>(acc, mine, g, tq, moduli[l]);  // (more moduli than ozaki.py takes)
         }
         __syncwarp();
         const int lane = tid % 32;
@@ -176,13 +201,6 @@ ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __re
             }
         }
         __syncwarp();  // (read before the next tile's writes)
-#else
-#pragma unroll
-        for (int q = 0; q < 128; ++q) {
-            const int row = row0 + g + 8 * (q % 4 / 2), col = col0 + 8 * (q / 4) + 2 * tq + q % 2;
-            if (row < M && col < N) out[(long long)row * N + col] = (unsigned char)mod_of(acc[q], m, inv);
-        }
-#endif
     }
 }
 

@@ -7,7 +7,7 @@
 // The moduli (book/blas/ozaki.py's MODULI; a test holds them equal), the largest first. Called
 // with a constant l (an unrolled loop), it is a constant: `v % modulus(l)` compiles to a
 // multiply and shifts, not a division.
-__device__ __forceinline__ int modulus(int l) {
+__host__ __device__ constexpr int modulus(int l) {
     constexpr int m[16] = {256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193};
     return m[l];
 }
