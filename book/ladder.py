@@ -26,15 +26,15 @@ from .harness.plots import FAMILIES, GREY, INSTEAD, STYLE, check_readable, value
 from .registry import KERNELS
 from .harness.sources import DATA
 
-FILES = ["02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coarsen",
-         "06_regtile", "07_kahan_speed", "08_steps", "09_sgemm_suite", "10_tensor_cores", "12_moduli"]
-"""The results files that time kernels at n = 4096, in chapter order: a kernel is taken from the
-first file holding it, and listed under the chapter that introduced it."""
 OZAKI_FILE, OZAKI_KERNEL = "12_moduli", "ozaki"
 """Chapter 12's file times other numbers of moduli (less accurate than SGEMM, or slower) and
 chapters 9's and 10's calls again beside it: its rung is precision='ozaki' alone."""
+FILES = ["02_naive", "03_coalescing", "04_tiling", "05_bank_conflicts", "06_coarsen",
+         "06_regtile", "07_kahan_speed", "08_steps", "09_sgemm_suite", "10_tensor_cores", OZAKI_FILE]
+"""The results files that time kernels at n = 4096, in chapter order: a kernel is taken from the
+first file holding it, and listed under the chapter that introduced it."""
 TUNE = "08_tune"
-REQUIRED = ["00_ceilings", "01_cpu_loop"] + [f for f in FILES if f != "12_moduli"] + [TUNE]
+REQUIRED = ["00_ceilings", "01_cpu_loop"] + [f for f in FILES if f != OZAKI_FILE] + [TUNE]
 """The results files a GPU folder must hold (with device.json) to stand in the ladder (chapter
 12's not among them: its INT8 call needs compute capability 8.0 and a GPU without its record
 still stands, without that row)."""

@@ -116,26 +116,27 @@ def _kernel(name: str):
     return load_kernel(SOURCE, name)
 
 
-def _wgmma_products():
-    """12_ozaki_wgmma.cu's product kernel and its dynamic shared memory (sm_90a)."""
-    k = load_kernel(WGMMA_SOURCE, "ozaki_products_wgmma", defines={"STAGES": WGMMA_STAGES},
-                    options=("-arch=sm_90a",))
-    smem = WGMMA_STAGES * 3 * 128 * 128 + 8 * 16 * 264 + 1024  # (stages, the store's rows)
-    need = k.module.static_shared("ozaki_products_wgmma") + smem
+def _wgmma_kernel(name: str, smem: int):
+    """12_ozaki_wgmma.cu's kernel ``name`` (sm_90a; one build for both), allowed ``smem`` bytes of
+    dynamic shared memory beside its static ones."""
+    k = load_kernel(WGMMA_SOURCE, name, defines={"STAGES": WGMMA_STAGES}, options=("-arch=sm_90a",))
+    need = k.module.static_shared(name) + smem
     if need > k.max_dynamic_shared_size_bytes:
         k.max_dynamic_shared_size_bytes = need
-    return k, smem
+    return k
+
+
+def _wgmma_products():
+    """12_ozaki_wgmma.cu's product kernel and its dynamic shared memory."""
+    smem = WGMMA_STAGES * 3 * 128 * 128 + 8 * 16 * 264 + 1024  # (stages, the store's rows)
+    return _wgmma_kernel("ozaki_products_wgmma", smem), smem
 
 
 def _wgmma_peak() -> tuple:
     """12_ozaki_wgmma.cu's int8_peak: (kernel, dynamic shared memory, blocks, MACs a block an
     iteration)."""
-    k = load_kernel(WGMMA_SOURCE, "int8_peak", defines={"STAGES": WGMMA_STAGES},
-                    options=("-arch=sm_90a",))
     smem = 3 * 128 * 128 + 1024
-    if smem > k.max_dynamic_shared_size_bytes:
-        k.max_dynamic_shared_size_bytes = smem
-    return k, smem, _sms(), 2 * 4 * 64 * 256 * 32
+    return _wgmma_kernel("int8_peak", smem), smem, _sms(), 2 * 4 * 64 * 256 * 32
 
 
 def products_kernel(kind: str = "auto") -> str:

@@ -79,27 +79,25 @@ inline void wgmma_m64n256_s8(int (&d)[128], const signed char* a, const signed c
 inline void fence_int_registers(int (&)[128]) {}
 #endif
 
-// A warp's sums acc (its thread's 128, d[4 j + i] as wgmma_m64n256_s8 lays them out) modulo M,
-// a byte each, into the warp's 16 rows of `mine` (EPI_PITCH bytes apart). acc + M 2^23 is
-// non-negative (|acc| <= K (M/2 + 1)^2 < M 2^23 for K <= MAX_K) and congruent to acc, so its
-// unsigned remainder by the constant M -- a multiply and shifts -- is the residue. M = 0: the
-// modulus m at run time (ozaki.cuh's mod_of).
+// v mod M for a constant modulus M: v + M 2^23 is non-negative (|v| <= K (M/2 + 1)^2 < M 2^23 for
+// K <= MAX_K) and congruent to v, so its unsigned remainder by M -- a multiply and shifts -- is
+// the residue. M = 0: the modulus m at run time (ozaki.cuh's mod_of, inv = 1 / m).
+template <int M> __device__ __forceinline__ unsigned residue(int v, int m, float inv) {
+    if constexpr (M > 0) return ((unsigned)v + ((unsigned)M << 23)) % (unsigned)M;
+    else return (unsigned)mod_of(v, m, inv);
+}
+
+// A warp's sums acc (its thread's 128, d[4 j + i] as wgmma_m64n256_s8 lays them out) modulo M
+// (residue), a byte each, into the warp's 16 rows of `mine` (EPI_PITCH bytes apart).
 template <int M>
 __device__ __forceinline__ void stage_mod(const int (&acc)[128], unsigned char* mine, int g, int tq,
                                           int m = M) {
-    const float inv = 1.0f / m;
+    const float inv = 1.0f / m;  // (M > 0: unused)
 #pragma unroll
     for (int q = 0; q < 128; q += 2) {
         const int r = g + 8 * (q % 4 / 2), c = 8 * (q / 4) + 2 * tq;
-        unsigned lo, hi;
-        if (M > 0) {
-            constexpr unsigned off = (unsigned)(M > 0 ? M : 1) << 23;
-            lo = ((unsigned)acc[q] + off) % (unsigned)(M > 0 ? M : 1);
-            hi = ((unsigned)acc[q + 1] + off) % (unsigned)(M > 0 ? M : 1);
-        } else {
-            lo = mod_of(acc[q], m, inv), hi = mod_of(acc[q + 1], m, inv);
-        }
-        *reinterpret_cast<unsigned short*>(mine + r * EPI_PITCH + c) = (unsigned short)(lo | hi << 8);
+        *reinterpret_cast<unsigned short*>(mine + r * EPI_PITCH + c) =
+            (unsigned short)(residue<M>(acc[q], m, inv) | residue<M>(acc[q + 1], m, inv) << 8);
     }
 }
 

@@ -40,6 +40,11 @@ and the emulator's size."""
 MODULI_TRIED = (6, 7, 8, 9)
 
 
+def _stamp() -> dict:
+    """This GPU's name and today's date, as every row of these studies carries them."""
+    return {"device": device_report()["name"], "date": time.strftime("%Y-%m-%d")}
+
+
 def ozaki(n: int | None = None) -> Alternative:
     """``ozaki_sgemm`` with ``n`` moduli (None: ``precision='ozaki'``'s own choice) as a
     pseudo-kernel of ``sweep``; checked against TF32's tolerance, so that too few moduli are
@@ -62,7 +67,7 @@ def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> p
     return alternatives.measure(shapes, rounds, specs).assign(
         moduli=lambda d: [int(k[7:]) if k.startswith("ozaki_n") else
                           moduli_for(K) if k == "ozaki" else 0 for k, K in zip(d.kernel, d.K)],
-        device=device_report()["name"], date=time.strftime("%Y-%m-%d"))
+        **_stamp())
 
 
 def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
@@ -87,7 +92,7 @@ def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
                          "time_ms": ms, "of_call": ms / times["the call"], "rel_error": error,
                          "int8_tops": (2e-9 * moduli_used * M * N * K / ms
                                        if name == "products" else np.nan),
-                         "device": device_report()["name"], "date": time.strftime("%Y-%m-%d")})
+                         **_stamp()})
     return pd.DataFrame(rows)
 
 
@@ -97,7 +102,7 @@ def int8_ceiling(sizes=(4096, 8192), iters: int | None = None) -> pd.DataFrame:
     and cuBLASLt's INT8 GEMM (PyTorch's ``torch._int_mm``: int8 in, int32 out) at n^3. A row
     each; status says where PyTorch, wgmma or a GPU is missing."""
     from ..blas.ozaki import _wgmma_peak
-    row = {"device": device_report()["name"], "date": time.strftime("%Y-%m-%d")}
+    row = _stamp()
     rows = []
     peak = {**row, "what": "wgmma m64n256k32, operands in shared memory", "n": np.nan}
     if device_cc() == (9, 0):
