@@ -10,14 +10,91 @@ from book.studies import alternatives as alt
 
 
 def test_each_alternative_says_why_it_cannot_run_here():
+    from book.registry import device_cc
     for a in alt.ALTERNATIVES:
         why = a.why_not_here()
         if BACKEND != "gpu":
-            assert why == "needs a GPU"
+            assert why == "needs a GPU" if a.gpu_only else why is None or "9.0" in why
+        elif device_cc() < a.min_cc:
+            assert why.startswith(f"needs compute capability {a.min_cc[0]}.{a.min_cc[1]}")
         elif any(not alt.have(m) for m in a.needs):
             assert "not installed here" in why
-        else:
-            assert why is None
+
+
+LIVE = {(7, 0): {"book_sgemm", "torch_fp32"}, (7, 5): {"book_sgemm", "torch_fp32"},
+        (8, 0): {"book_sgemm", "torch_fp32", "triton_fp32", "triton_tf32x3", "torch_tf32"},
+        (9, 0): {a.id for a in alt.ALTERNATIVES},
+        (12, 0): {"book_sgemm", "torch_fp32", "triton_fp32", "triton_tf32x3", "torch_tf32"}}
+"""What chapter 11 times live on a GPU of each compute capability with PyTorch and Triton
+installed (Colab's T4 is 7.5; an A100 8.0, an RTX 30xx 8.6, an L4 or RTX 40xx 8.9; 12.0 a
+Blackwell card, where wgmma, sm_90a only, does not run)."""
+LIVE[(8, 6)] = LIVE[(8, 9)] = LIVE[(8, 0)]
+
+
+def _as_gpu(monkeypatch, cc, installed=("torch", "triton")):
+    """This machine as a GPU host of compute capability ``cc`` with ``installed`` importable."""
+    import book.registry as registry
+    monkeypatch.setattr(alt, "BACKEND", "gpu")
+    monkeypatch.setattr(alt, "have", lambda module: module in installed)
+    monkeypatch.setattr(alt, "torch_has_cuda", lambda: True)
+    monkeypatch.setattr(alt, "device_cc", lambda: cc)
+    monkeypatch.setattr(registry, "device_cc", lambda: cc)
+    monkeypatch.delenv(alt.SWITCH, raising=False)
+
+
+@pytest.mark.parametrize("cc", sorted(LIVE))
+def test_each_gpu_times_what_it_runs_and_shows_the_rest_as_recorded(monkeypatch, capsys, cc):
+    """With PyTorch and Triton installed (as on Colab), a GPU of each compute capability times
+    only what it runs, and the chapter shows every other alternative from a GPU that recorded
+    it, with a line naming them and why; the table and the prose say which rows are recorded."""
+    from book.harness import results
+    _as_gpu(monkeypatch, cc)
+    here, absent = alt.selection()
+    assert {a.id for a in here} == LIVE[cc]
+    assert set(absent) == {a.id for a in alt.ALTERNATIVES} - LIVE[cc]
+    assert all(why.startswith("needs compute capability") for why in absent.values())
+    h100 = results.load(alt.FILE, "nvidia-h100-80gb-hbm3")
+    fake = "NVIDIA Tesla T4" if cc < (8, 0) else "NVIDIA A100"
+    measured = lambda *a, specs, **k: (h100[h100.kernel.isin(  # noqa: E731
+        [s.id for s in specs] + ["cublas"])].drop(columns=["device", "date"]).reset_index(drop=True))
+    monkeypatch.setattr(alt, "measure", measured)
+    monkeypatch.setattr(alt.results, "saving", lambda: False)
+    monkeypatch.setattr(alt, "device_report", lambda: {"name": fake, "sms": 40})
+    monkeypatch.setattr(alt.results, "device_report", lambda: {"name": fake, "sms": 40})
+    monkeypatch.setattr(alt.results, "gpu_slug", lambda *a: "no-such-gpu")
+    df = alt.recorded_or_live()
+    said = capsys.readouterr().out
+    assert said.startswith(f"The comparison with Triton and PyTorch (the last section) was "
+                           f"measured in this run on {fake}") and said.count("\n") == 1
+    live = df[df.device == fake]
+    assert set(live.kernel) == LIVE[cc] | {"cublas"}
+    assert set(df.kernel) == {a.id for a in alt.ALTERNATIVES} | {"cublas"}
+    assert (df[~alt.measured_here(df)].device == "NVIDIA H100 80GB HBM3").all()
+    for kernel, why in absent.items():
+        assert why.split("; this GPU counts as")[0] in said and alt.numbers(df)[f"where_{kernel}"] == " (recorded on the H100)"
+    table = alt.table(df)
+    if absent:
+        assert set(table["measured on"]) == {results.short_name(fake), "H100"}
+    else:
+        assert "measured on" not in table and "not run here" not in said
+    words = alt.numbers(df)
+    assert words["alt_device"] == results.short_name(fake)
+    assert words["tf32x3_where"] == ("" if cc == (9, 0) else
+                                     " (the book's recorded on the H100: this GPU cannot run it)"
+                                     if cc >= (8, 0) else
+                                     " (both recorded on the H100: this GPU runs neither)")
+    alt.plot(df)
+
+
+def test_without_the_libraries_a_gpu_still_times_the_book_and_cublas(monkeypatch):
+    _as_gpu(monkeypatch, (7, 5), installed=())
+    here, absent = alt.selection()
+    assert [a.id for a in here] == ["book_sgemm"]
+    assert absent["torch_fp32"] == "needs torch, not installed here"
+    monkeypatch.setattr(alt, "torch_has_cuda", lambda: False)
+    monkeypatch.setattr(alt, "have", lambda module: True)
+    _, absent = alt.selection()
+    assert absent["torch_fp32"].startswith("needs PyTorch built with CUDA")
 
 
 def test_a_sweep_without_a_gpu_or_the_libraries_skips_their_rows():
@@ -74,27 +151,12 @@ def test_book_alternatives_recorded_shows_the_records_on_a_gpu_host_with_both(mo
     assert {a.id for a in alt.ALTERNATIVES} <= set(df.kernel) and (df.status == "ok").all()
 
 
-def test_without_the_switch_a_gpu_host_with_both_measures(monkeypatch, capsys):
-    monkeypatch.setattr(alt, "BACKEND", "gpu")
-    monkeypatch.setattr(alt, "have", lambda module: True)
+def test_the_switch_refuses_an_unknown_value(monkeypatch):
     monkeypatch.delenv(alt.SWITCH, raising=False)
+    monkeypatch.setattr(alt, "BACKEND", "gpu")
     assert alt.why_recorded() is None
     monkeypatch.setenv(alt.SWITCH, "auto")
     assert alt.why_recorded() is None
-    measured = pd.DataFrame({"kernel": ["cublas"], "M": [8], "N": [8], "K": [8], "status": ["ok"]})
-    monkeypatch.setattr(alt, "measure", lambda *a, **k: measured)
-    monkeypatch.setattr(alt.results, "saving", lambda: False)
-    df = alt.recorded_or_live()
-    assert df is measured and df.attrs["source"].startswith("measured in this run on ")
-    assert capsys.readouterr().out.startswith("The comparison with Triton and PyTorch "
-                                              "(the last section) was measured in this run on ")
-
-
-def test_the_switch_names_what_is_missing_and_refuses_an_unknown_value(monkeypatch):
-    monkeypatch.delenv(alt.SWITCH, raising=False)
-    monkeypatch.setattr(alt, "BACKEND", "gpu")
-    monkeypatch.setattr(alt, "have", lambda module: module == "torch")
-    assert alt.why_recorded() == "triton not installed here"
     monkeypatch.setattr(alt, "BACKEND", "cpu")
     assert alt.why_recorded() == "No GPU here"
     monkeypatch.setenv(alt.SWITCH, "live")

@@ -114,11 +114,16 @@ def load_every(chapter: str) -> dict[str, pd.DataFrame]:
     return dict(sorted(found.items()))
 
 
-def keep(df: pd.DataFrame, name: str, device: str | None = None) -> pd.DataFrame:
+def keep(df: pd.DataFrame, name: str, device: str | None = None,
+         extra: pd.DataFrame | None = None) -> pd.DataFrame:
     """Stamp a table measured now with the device (this GPU, or ``device``, e.g. the host's CPU
-    in chapter 1) and the date, and save it as results ``name`` where :func:`saving`; return it."""
+    in chapter 1) and the date, and save it as results ``name`` where :func:`saving`; return it.
+    ``extra``: this GPU's earlier rows, already stamped, kept after the new ones (chapter 11's
+    alternatives that this run could not time)."""
     df["device"] = device or device_report()["name"]
     df["date"] = pd.Timestamp.today().date().isoformat()
+    if extra is not None and len(extra):
+        df = pd.concat([df, extra], ignore_index=True)
     if saving():
         _save(df, name)
     return df

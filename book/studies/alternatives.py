@@ -27,7 +27,7 @@ from ..harness.check import TOLERANCE
 from ..harness.device import device_report
 from ..harness.measure import sweep
 from ..launch.runtime import BACKEND
-from ..registry import TF32_TOLERANCE, cc_text, device_cc
+from ..registry import KERNELS, TF32_TOLERANCE, cc_text, device_cc
 
 FILE = "11_alternatives"
 SHAPES = {(4096, 4096, 4096): "the ladder's size",
@@ -48,19 +48,25 @@ ROUNDS = 3
 
 
 SWITCH = "BOOK_ALTERNATIVES"
-"""Unset (or ``auto``): chapter 11 measures where a GPU, PyTorch and Triton are all here, else
-shows the recorded results; ``recorded``: the recorded results on any machine (on a GPU host, the
-chapter as a machine without Triton runs it)."""
+"""Unset (or ``auto``): on a GPU, chapter 11 measures every alternative this GPU runs (its
+compute capability, PyTorch and Triton installed) and shows the others as recorded on a GPU
+that ran them; ``recorded``: the recorded results on any machine."""
 
 
 def have(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def torch_has_cuda() -> bool:
+    """Whether the installed PyTorch reaches a GPU (a CPU-only build does not)."""
+    import torch
+    return bool(torch.cuda.is_available())
+
+
 def why_recorded() -> str | None:
-    """Why chapter 11 shows recorded results instead of measuring here, in a few words (the
-    start of the line it prints); None where it measures: a GPU, PyTorch and Triton, and
-    :data:`SWITCH` not set to ``recorded``."""
+    """Why chapter 11 shows only recorded results instead of measuring here, in a few words (the
+    start of the line it prints); None where it measures (a GPU, and :data:`SWITCH` not set to
+    ``recorded``): then it times what this GPU runs (:func:`selection`)."""
     mode = os.environ.get(SWITCH, "auto").strip().lower() or "auto"
     if mode not in ("auto", "recorded"):
         raise ValueError(f"{SWITCH}={os.environ[SWITCH]!r}: use 'recorded' (or leave it unset)")
@@ -68,14 +74,15 @@ def why_recorded() -> str | None:
         return f"{SWITCH}=recorded"
     if BACKEND != "gpu":
         return "No GPU here"
-    missing = [m for m in ("torch", "triton") if not have(m)]
-    return f"{' and '.join(missing)} not installed here" if missing else None
+    return None
 
 
 @dataclass(frozen=True)
 class Alternative:
     """A library's matmul as a pseudo-kernel of ``sweep``: ``launch(A, B, C, M, N, K)`` on CuPy
-    arrays (PyTorch's and Triton's read them in place through DLPack)."""
+    arrays (PyTorch's and Triton's read them in place through DLPack). What it needs: a GPU
+    (``gpu_only``), the modules ``needs``, a compute capability ``min_cc`` (for ``feature``),
+    and whatever ``check`` (a function giving a reason or None) adds."""
 
     id: str
     label: str
@@ -87,17 +94,30 @@ class Alternative:
     run: object = field(default=None, compare=False, repr=False)
     gpu_only: bool = True  # (False: the book's kernels, which the emulator runs too)
     min_cc: tuple = (0, 0)
+    feature: str = ""  # what sets min_cc, e.g. "TF32"
+    check: object = field(default=None, compare=False, repr=False)
 
     def why_not_here(self) -> str | None:
         if self.gpu_only and BACKEND != "gpu":
             return "needs a GPU"
-        if device_cc() < self.min_cc:
-            return f"needs compute capability {cc_text(self.min_cc)}"
+        cc = device_cc()
+        if cc < self.min_cc:
+            return (f"needs compute capability {cc_text(self.min_cc)}"
+                    f"{f' ({self.feature})' if self.feature else ''}; this GPU counts as {cc_text(cc)}")
         missing = [m for m in self.needs if not have(m)]
-        return f"needs {' and '.join(missing)}, not installed here" if missing else None
+        if missing:
+            return f"needs {' and '.join(missing)}, not installed here"
+        if "torch" in self.needs and BACKEND == "gpu" and not torch_has_cuda():
+            return "needs PyTorch built with CUDA; this one reaches no GPU"
+        return self.check() if self.check else None
 
     def launch(self, A, B, C, M: int, N: int, K: int) -> None:
         self.run(A, B, C)
+
+
+def _wgmma_why() -> str | None:
+    """Why this GPU cannot run book.sgemm's 3xTF32 (wgmma: compute capability 9.0 exactly)."""
+    return KERNELS["tf32x3_wgmma"].why_not_here()
 
 
 def _torch(A, B, C, tf32: bool) -> None:
@@ -121,20 +141,39 @@ def _book(A, B, C, precision: str) -> None:
     sgemm(A, B, out=C, precision=precision)
 
 
+TRITON_CC = (8, 0)
+"""Triton's supported NVIDIA GPUs (its README: compute capability 8.0 and up)."""
+
 ALTERNATIVES = [
     Alternative("book_sgemm", "book.sgemm", "the book", "fp32", run=lambda A, B, C: _book(A, B, C, "fp32")),
     Alternative("triton_fp32", "Triton tl.dot, FP32", "Triton", "fp32", ("torch", "triton"),
+                min_cc=TRITON_CC, feature="Triton's supported GPUs",
                 run=lambda A, B, C: _triton(A, B, C, "ieee")),
     Alternative("torch_fp32", "PyTorch matmul, FP32", "PyTorch", "fp32", ("torch",),
                 run=lambda A, B, C: _torch(A, B, C, False)),
-    Alternative("book_tf32x3", "book.sgemm, 3xTF32", "the book", "tf32x3",
-                run=lambda A, B, C: _book(A, B, C, "tf32x3")),
+    Alternative("book_tf32x3", "book.sgemm, 3xTF32", "the book", "tf32x3", min_cc=(9, 0),
+                feature="Hopper's wgmma", check=_wgmma_why, run=lambda A, B, C: _book(A, B, C, "tf32x3")),
     Alternative("triton_tf32x3", "Triton tl.dot, 3xTF32", "Triton", "tf32x3", ("torch", "triton"),
+                min_cc=TRITON_CC, feature="TF32 tensor cores",
                 run=lambda A, B, C: _triton(A, B, C, "tf32x3")),
     Alternative("torch_tf32", "PyTorch matmul, TF32", "PyTorch", "tf32", ("torch",),
-                tolerance=TF32_TOLERANCE, run=lambda A, B, C: _torch(A, B, C, True)),
+                tolerance=TF32_TOLERANCE, min_cc=(8, 0), feature="TF32 tensor cores",
+                run=lambda A, B, C: _torch(A, B, C, True)),
 ]
 """What chapter 11 compares, beside cuBLAS SGEMM (``sweep``'s baseline)."""
+
+
+def selection(specs=None) -> tuple[list, dict]:
+    """The alternatives (``specs``, default ALTERNATIVES) this machine runs, and {id: why not}
+    for the others: the chapter's live rows and the rows it shows as recorded."""
+    here, absent = [], {}
+    for a in specs or ALTERNATIVES:
+        why = a.why_not_here()
+        if why:
+            absent[a.id] = why
+        else:
+            here.append(a)
+    return here, absent
 
 
 def measure(shapes=None, rounds: int = ROUNDS, specs=None) -> pd.DataFrame:
@@ -188,20 +227,82 @@ def summary(runs: pd.DataFrame, specs=None) -> pd.DataFrame:
 
 
 def recorded_or_live() -> pd.DataFrame:
-    """This GPU's measurement where a GPU, PyTorch and Triton are here (saved as FILE where
-    saving is on), else the results recorded on a GPU (:func:`why_recorded`); either way one
-    line says which."""
+    """On a GPU (and :data:`SWITCH` not ``recorded``): this GPU's measurement of every alternative
+    it runs (:func:`selection`), saved as FILE where saving is on (with this GPU's earlier
+    records of the others kept), the others' rows taken from a GPU that recorded them
+    (:func:`with_recorded`). Elsewhere the results recorded on a GPU. Either way a line says
+    which rows were measured here and which are recorded, and why."""
     why = why_recorded()
-    if why is None:
-        df = results.keep(measure(), FILE)
-        df.attrs.update(source=f"measured in this run on {df.device.iloc[0]}, {df.date.iloc[0]}",
-                        device=device_report())
-        print(f"The comparison with Triton and PyTorch (the last section) was {df.attrs['source']}.")
+    if why is not None:
+        df = results.load(FILE)
+        print(f"{why}: the comparison with Triton and PyTorch (the last section) uses results "
+              f"{df.attrs['source']}.")
         return df
-    df = results.load(FILE)
-    print(f"{why}: the comparison with Triton and PyTorch (the last section) uses results "
-          f"{df.attrs['source']}.")
+    here, absent = selection()
+    live = measure(specs=here)
+    own = _own_records(absent)
+    record = results.keep(live, FILE, extra=own)
+    df = with_recorded(record, absent)
+    df.attrs.update(source=f"measured in this run on {device_report()['name']}, {live.date.iloc[0]}",
+                    device=device_report(), here=device_report()["name"])
+    print(f"The comparison with Triton and PyTorch (the last section) was {df.attrs['source']}"
+          + (f". Not run here, {recorded_line(df, absent)}" if absent else "."))
     return df
+
+
+def _own_records(absent: dict) -> pd.DataFrame | None:
+    """This GPU's earlier records of the alternatives it cannot run now (kept in its FILE beside
+    the new rows), or None."""
+    try:
+        mine = results.load(FILE, results.gpu_slug())
+    except FileNotFoundError:
+        return None
+    mine = mine[mine.kernel.isin(absent) & (mine.status == "ok")]
+    return mine if len(mine) else None
+
+
+def with_recorded(df: pd.DataFrame, absent: dict) -> pd.DataFrame:
+    """``df`` (this GPU's rows) with, for each alternative in ``absent`` that it lacks, the rows
+    of the GPU saved last that recorded it checked (each row names its device)."""
+    have_ok = set(df[df.status == "ok"].kernel)
+    wanted = [k for k in absent if k not in have_ok]
+    if not wanted:
+        return df
+    parts = [df[~df.kernel.isin(wanted)]]
+    for gpu, other in results.load_every(FILE).items():
+        if gpu == (df.device.iloc[0] if len(df) else None):
+            continue
+        rows = other[other.kernel.isin(wanted) & (other.status == "ok")]
+        parts.append(rows)
+        wanted = [k for k in wanted if k not in set(rows.kernel)]
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs = dict(df.attrs)
+    return out
+
+
+def recorded_line(df: pd.DataFrame, absent: dict) -> str:
+    """Which rows of ``df`` were recorded (on which GPU, when), and why this GPU did not run them:
+    one clause per recording, each kernel with its need."""
+    here = df.attrs.get("here", df.device.iloc[0])
+    groups, counts = {}, set()
+    for kernel, why in absent.items():
+        rows = df[(df.kernel == kernel) & (df.status == "ok")]
+        label = next(a.label for a in ALTERNATIVES if a.id == kernel)
+        need, _, count = why.partition("; this GPU counts as ")
+        counts.add(count)
+        where = ("recorded nowhere" if rows.empty else
+                 f"this GPU's record of {rows.date.iloc[0]}" if rows.device.iloc[0] == here else
+                 f"recorded on the {results.short_name(rows.device.iloc[0])}, {rows.date.iloc[0]}")
+        groups.setdefault(where, []).append(f"{label} {need}")
+    counts.discard("")
+    head = f"this GPU counting as compute capability {counts.pop()}, " if len(counts) == 1 else ""
+    return head + "; ".join(f"{where}: {'; '.join(kernels)}" for where, kernels in groups.items()) + "."
+
+
+def measured_here(df: pd.DataFrame) -> pd.Series:
+    """Which rows of ``df`` are this GPU's (the device of a live run, else all)."""
+    here = df.attrs.get("here")
+    return df.device == here if here else pd.Series(True, index=df.index)
 
 
 PANELS = {"float32 FMAs": ["book_sgemm", "triton_fp32", "torch_fp32"],
@@ -216,21 +317,29 @@ PyTorch in the ladder's colour for what you would use instead (``plots.FAMILIES`
 
 def plot(df: pd.DataFrame):
     """Each library's time over cuBLAS SGEMM's, shape by shape: float32 FMAs above, the tensor
-    cores below (3xTF32 at float32's accuracy, and PyTorch's one TF32 product)."""
+    cores below (3xTF32 at float32's accuracy, and PyTorch's one TF32 product). A kernel this
+    GPU did not run shows another GPU's record, hollow, that GPU named in the legend (each
+    ratio is over the cuBLAS of its own GPU's rounds)."""
     import matplotlib.pyplot as plt
 
     from ..harness.plots import STYLE, check_readable
     ok = df[df.status == "ok"]
+    here = df.attrs.get("here", df.device.iloc[0])
     shapes = [s for s in SHORT if ((ok.M == s[0]) & (ok.N == s[1]) & (ok.K == s[2])).any()]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(2, 1, figsize=(6.8, 8.8), sharey=True)
         for ax, (title, kernels) in zip(axes, PANELS.items()):
             for i, kernel in enumerate(kernels):
                 rows = ok[ok.kernel == kernel].set_index(["M", "N", "K"])
+                if rows.empty:
+                    continue
                 x = [rows.x_cublas.get(s, np.nan) for s in shapes]
                 color, marker = LOOK[rows.library.iloc[0]]
+                label, face = rows.label.iloc[0], color
+                if rows.device.iloc[0] != here:  # another GPU's record: hollow, and said
+                    label, face = f"{label} ({results.short_name(rows.device.iloc[0])})", "none"
                 ax.plot(x, np.arange(len(shapes)) + (i - 1) * 0.22, marker, color=color, ms=7,
-                        label=rows.label.iloc[0])
+                        mfc=face, label=label)
             ax.axvline(1, color="k", lw=1.2)
             ax.set_xscale("log")
             ticks = [0.5, 0.7, 1, 1.4, 2] if ax is axes[0] else [0.5, 1, 2, 4, 8]
@@ -241,19 +350,28 @@ def plot(df: pd.DataFrame):
             ax.set_ylim(len(shapes) - 0.5, -0.5)
             ax.set_title(title, fontsize=12, loc="left")
             ax.tick_params(axis="x", labelsize=11)
+            mixed = not measured_here(ok).all()  # (longer labels: one column)
             ax.legend(loc="upper left", bbox_to_anchor=(0, -0.2),
-                      fontsize=11, ncol=2, handletextpad=0.2, columnspacing=1.0)
-        for ax in axes:
-            ax.set_xlabel(f"x cuBLAS SGEMM (its time / this time), {df.device.iloc[0]}", fontsize=11)
+                      fontsize=11, ncol=1 if mixed else 2, handletextpad=0.2, columnspacing=1.0)
+        for ax, kernels in zip(axes, PANELS.values()):
+            shown = list(dict.fromkeys(ok[ok.kernel.isin(kernels)].device))
+            gpus = (results.short_name(here) if shown == [here] else
+                    ", ".join(f"{results.short_name(d)} ({'filled' if d == here else 'hollow'})"
+                              for d in shown) if here in shown else
+                    ", ".join(results.short_name(d) for d in shown) + " (recorded)")
+            ratio = "" if len(shown) > 1 else " (its time / this time)"
+            ax.set_xlabel(f"x cuBLAS SGEMM{ratio}, {gpus}", fontsize=11)
         fig.tight_layout(h_pad=2.5)
         plt.close(fig)
     return check_readable(fig)
 
 
 def at_ladder_size(df: pd.DataFrame, n: int = 4096) -> pd.DataFrame:
-    """The checked rows at the ladder's n: kernel, label, precision, GFLOP/s, x cuBLAS, error."""
+    """The checked rows at the ladder's n: kernel, label, precision, GFLOP/s, x cuBLAS, error,
+    device."""
     rows = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.status == "ok")]
-    return rows[["kernel", "label", "precision", "gflops", "x_cublas", "rel_error"]].reset_index(drop=True)
+    return rows[["kernel", "label", "precision", "gflops", "x_cublas", "rel_error",
+                 "device"]].reset_index(drop=True)
 
 
 ARITHMETIC = {"fp32": "FP32 FMAs", "tf32x3": "3xTF32", "tf32": "TF32"}
@@ -268,11 +386,14 @@ def table(df: pd.DataFrame, n: int = 4096) -> pd.DataFrame:
     :func:`~book.harness.tables.readable`."""
     rows = at_ladder_size(df, n)
     rows = pd.concat([rows[rows.kernel == "cublas"], rows[rows.kernel != "cublas"]])
-    return pd.DataFrame({"kernel": rows.label.to_numpy(),
-                         "arithmetic": rows.precision.map(ARITHMETIC).to_numpy(),
-                         "gflops": rows.gflops.to_numpy(),
-                         "x cuBLAS SGEMM": rows.x_cublas.round(2).to_numpy(),
-                         "rel_error": rows.rel_error.to_numpy()}).set_index("kernel")
+    out = pd.DataFrame({"kernel": rows.label.to_numpy(),
+                        "arithmetic": rows.precision.map(ARITHMETIC).to_numpy(),
+                        "gflops": rows.gflops.to_numpy(),
+                        "x cuBLAS SGEMM": rows.x_cublas.round(2).to_numpy(),
+                        "rel_error": rows.rel_error.to_numpy()}).set_index("kernel")
+    if rows.device.nunique() > 1:  # some rows recorded on another GPU: say which
+        out["measured on"] = [results.short_name(d) for d in rows.device]
+    return out
 
 
 IN_LADDER = ("triton_fp32", "torch_fp32", "triton_tf32x3", "torch_tf32")
@@ -288,7 +409,8 @@ def ladder_rows(gpu: str, n: int = 4096) -> pd.DataFrame:
         df = results.load(FILE, gpu)
     except FileNotFoundError:
         return at_ladder_size(pd.DataFrame(columns=["M", "N", "K", "status", "kernel", "label",
-                                                    "precision", "gflops", "x_cublas", "rel_error"]), n)
+                                                    "precision", "gflops", "x_cublas", "rel_error",
+                                                    "device"]), n)
     rows = at_ladder_size(df, n)
     rows = rows[rows.kernel.isin(IN_LADDER)]
     return rows.set_index("kernel").loc[[k for k in IN_LADDER if k in set(rows.kernel)]].reset_index()
@@ -303,24 +425,43 @@ def numbers(df: pd.DataFrame, n: int = 4096) -> dict:
     run's), by name for ``glue``: the device and its SMs, each kernel's x cuBLAS and error at n,
     its x cuBLAS at the WEAK shapes (``x_<kernel>_<shape>``) and its range over the large shapes
     (M, N and K at least 2048), how far the fastest FP32 call there passed cuBLAS (%), and the
-    book's 3xTF32 over Triton's at n. A kernel that did not run or pass its check here (e.g.
-    3xTF32 without wgmma) gives NaN, so that every name the prose reads is glued."""
+    book's 3xTF32 over Triton's at n. ``tf32x3_where`` says, where the 3xTF32 rows are another
+    GPU's record (this one runs neither), which GPU measured them; '' where this one did. A
+    kernel with no checked row gives NaN, so that every name the prose reads is glued."""
     ok = df[df.status == "ok"]
+    here = df.attrs.get("here", df.device.iloc[0])
     at = at_ladder_size(df, n).set_index("kernel")
     large = ok[(ok.M >= 2048) & (ok.N >= 2048) & (ok.K >= 2048)]
-    out = {"alt_device": results.short_name(df.device.iloc[0]),
+    out = {"alt_device": results.short_name(here),
            "alt_sms": int(df.attrs["device"]["sms"])}
     for kernel in ["cublas"] + [a.id for a in ALTERNATIVES]:
         out[f"x_{kernel}"] = at.x_cublas.get(kernel, np.nan)
         out[f"err_{kernel}"] = at.rel_error.get(kernel, np.nan)
         for name, (M, N, K) in WEAK.items():
-            here = ok[(ok.M == M) & (ok.N == N) & (ok.K == K) & (ok.kernel == kernel)].x_cublas
-            out[f"x_{kernel}_{name}"] = here.iloc[0] if len(here) else np.nan
+            here_rows = ok[(ok.M == M) & (ok.N == N) & (ok.K == K) & (ok.kernel == kernel)].x_cublas
+            out[f"x_{kernel}_{name}"] = here_rows.iloc[0] if len(here_rows) else np.nan
         mine = large[large.kernel == kernel].x_cublas
         out[f"x_{kernel}_large_min"], out[f"x_{kernel}_large_max"] = mine.min(), mine.max()
     fp32 = large[(large.precision == "fp32") & (large.kernel != "cublas")]
     out["fp32_best_large_pct"] = 100 * (fp32.x_cublas.max() - 1)
     out["book_over_triton_tf32x3"] = out["x_book_tf32x3"] / out["x_triton_tf32x3"]
+    if {"book_tf32x3", "triton_tf32x3"} <= set(at.index) and (
+            at.device["book_tf32x3"] != at.device["triton_tf32x3"]):  # one GPU's two rows
+        other = at_ladder_size(results.load_every(FILE)[at.device["book_tf32x3"]], n)
+        x = other.set_index("kernel").x_cublas
+        out["book_over_triton_tf32x3"] = x.get("book_tf32x3", np.nan) / x.get("triton_tf32x3", np.nan)
+    away = {who: results.short_name(at.device[k])
+            for k, who in (("triton_tf32x3", "Triton's"), ("book_tf32x3", "the book's"))
+            if k in at.index and at.device[k] != here}
+    out["tf32x3_where"] = (
+        "" if not away else
+        f" (both recorded on the {next(iter(away.values()))}: this GPU runs neither)"
+        if len(away) == 2 and len(set(away.values())) == 1 else
+        " (" + " and ".join(f"{who} recorded on the {gpu}" for who, gpu in away.items())
+        + ": this GPU cannot run " + ("it" if len(away) == 1 else "them") + ")")
+    for kernel in (a.id for a in ALTERNATIVES):  # '', or where another GPU's record stands in
+        d = at.device.get(kernel, here)
+        out[f"where_{kernel}"] = "" if d == here else f" (recorded on the {results.short_name(d)})"
     return out
 
 

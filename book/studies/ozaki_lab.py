@@ -24,7 +24,7 @@ from ..harness.check import random_inputs
 from ..harness.device import device_report
 from ..harness.measure import relative_error_xp, time_launch
 from ..launch.runtime import BACKEND, LaunchError, to_device, xp
-from ..registry import TF32_TOLERANCE, device_cc
+from ..registry import TF32_TOLERANCE, cc_text, device_cc
 from . import alternatives
 from .alternatives import Alternative
 from .tf32_lab import MAGNITUDE_FAMILIES, SPREAD_FAMILY, magnitudes
@@ -116,8 +116,12 @@ def int8_ceiling(sizes=(4096, 8192), iters: int | None = None) -> pd.DataFrame:
     else:
         rows.append({**peak, "status": "skipped (wgmma: compute capability 9.0)"})
     why = None if BACKEND == "gpu" else "needs a GPU"
+    if why is None and device_cc() < (7, 5):
+        why = f"needs compute capability 7.5 (INT8 tensor cores); this GPU counts as {cc_text(device_cc())}"
     if why is None and not alternatives.have("torch"):
         why = "needs torch, not installed here"
+    if why is None and not alternatives.torch_has_cuda():
+        why = "needs PyTorch built with CUDA (this one reaches no GPU)"
     for n in sizes:
         lt = {**row, "what": "cuBLASLt INT8 (torch._int_mm)", "n": n}
         if why:
