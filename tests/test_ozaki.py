@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import book
-from book import BACKEND, LaunchError, sgemm, to_device, to_host
+from book import BACKEND, LaunchError, sgemm, to_device, to_host, xp
 from book.blas import ozaki
 from book.blas.ozaki import MAX_K, MOST_MODULI, bits, moduli_for, ozaki_sgemm
 from book.harness.check import random_inputs, relative_error
@@ -216,9 +216,33 @@ def test_what_it_does_not_take_is_refused_before_a_launch():
         ozaki_sgemm(to_device(a), to_device(b[:7]))
     with pytest.raises(LaunchError, match="11 moduli: from 1 to 10"):
         ozaki_sgemm(to_device(a), to_device(b), 11)
-    with pytest.raises(LaunchError, match="K = 131072: at most 131071"):
+    with pytest.raises(LaunchError, match="K = 131072 .A's columns, B's rows.: at most 131071"):
         ozaki_sgemm(to_device(np.ones((1, 131072), np.float32)),
                     to_device(np.ones((131072, 1), np.float32)))
+
+
+@pytest.mark.parametrize("bad, says", [
+    ("A float64", "A must be float32, got float64"), ("B int32", "B must be float32, got int32"),
+    ("out float64", "out must be float32, got float64"), ("B short", "A is 8 x 8 and B is 7 x 8"),
+    ("out shape", r"out has shape \(8, 7\)"), ("A 3-D", "A must be a 2-D"),
+    ("K too long", "K = 131072 .A's columns, B's rows.: at most 131071")])
+def test_bad_input_is_named_and_out_is_left_as_it_was(bad, says):
+    """sgemm(precision='ozaki') refuses what it cannot take with the argument's name, before
+    anything is written: out keeps its values."""
+    from book.registry import device_cc
+    if device_cc() < (8, 0):
+        pytest.skip("precision='ozaki' needs compute capability 8.0")
+    a, b = random_inputs(8, 8, 8, seed=6)
+    K = 131072 if bad == "K too long" else 8
+    A, B = (to_device(np.ones((8, K), np.float32)), to_device(np.ones((K, 8), np.float32))) \
+        if K != 8 else (to_device(a), to_device(b))
+    out = xp.full((8, 7) if bad == "out shape" else (8, 8), 7.0,
+                  dtype=xp.float64 if bad == "out float64" else xp.float32)
+    A = {"A float64": A.astype(xp.float64), "A 3-D": A[None]}.get(bad, A)
+    B = {"B int32": B.astype(xp.int32), "B short": B[:7]}.get(bad, B)
+    with pytest.raises(LaunchError, match=says):
+        sgemm(A, B, out=out, precision="ozaki")
+    assert bool((out == 7.0).all())
 
 
 @pytest.mark.sweep  # (its own builds: make test-sweep)

@@ -240,3 +240,28 @@ def test_alpha_minus_zero_is_not_replayed_as_zero(monkeypatch):
     assert call._key(A, B, None, -0.0, 0.0, "fp32") not in replay.TABLE
     for _ in range(2):
         assert np.signbit(to_host(S.sgemm(A, B, alpha=-0.0))).all()
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_a_repeated_ozaki_call_replays_its_launches_on_the_new_arrays(layout):
+    """precision='ozaki' at a key seen before repeats the recorded launches (its six kernels,
+    the scratch zeroed by a launch of its own): right on new values, A or B read transposed;
+    alpha and beta other than 1 and 0, or out a view, take the full path every time."""
+    from book.registry import device_cc
+    if device_cc() < (8, 0):
+        pytest.skip("precision='ozaki' needs compute capability 8.0")
+    M, N, K = 37, 30, 41
+    for seed in (1, 2, 3):
+        a, b = random_inputs(M, N, K, seed=seed)
+        a[0, :] *= 2.0 ** (seed * 9)  # (a different scale each call: nothing kept from the last)
+        A, B = _operand(a, layout[0] == "t"), _operand(b, layout[1] == "t")
+        out = xp.full((M, N), xp.nan, dtype=xp.float32)
+        key = call._key(A, B, out, 1.0, 0.0, "ozaki")
+        assert (key in replay.TABLE) == (seed > 1) or seed == 2
+        S.sgemm(A, B, out=out, precision="ozaki")
+        assert key in replay.TABLE
+        assert relative_error(to_host(out), a.astype(np.float64) @ b) < TOLERANCE, (layout, seed)
+        half = xp.zeros((M, 2 * N), dtype=xp.float32)[:, ::2]
+        S.sgemm(A, B, out=half, alpha=0.5, precision="ozaki")
+        assert call._key(A, B, half, 0.5, 0.0, "ozaki") not in replay.TABLE
+        assert relative_error(to_host(half), 0.5 * (a.astype(np.float64) @ b)) < TOLERANCE

@@ -125,8 +125,11 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
         out = xp.empty((M, N), dtype=xp.float32)
     elif out.shape != (M, N):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
-    if precision == "ozaki":  # (no replay yet)
-        _ozaki(A, B, out, alpha, beta)
+    if precision == "ozaki":
+        since = replay.generation()
+        again = _ozaki(A, B, out, alpha, beta, key)
+        if again is not None:
+            replay.keep(key, again, since)
         return out
     if precision == "tf32x3":
         since = replay.generation()

@@ -17,7 +17,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..launch import replay
+from ..launch.direct import unchecked
 from ..launch.runtime import BACKEND, LaunchError, load_kernel, xp
+from ..launch.streams import buffer
 from ..registry import cc_text, ceil_div, device_cc
 from .kernels import _sms
 from .operands import _into
@@ -113,7 +116,14 @@ WGMMA_STAGES = 4
 
 
 def _kernel(name: str):
-    return load_kernel(SOURCE, name)
+    """12_ozaki.cu's kernel ``name`` as the library launches it (``direct.unchecked``: its
+    arguments are checked by the call), looked up once for each device."""
+    return _launch(name, _device())
+
+
+@lru_cache(maxsize=None)
+def _launch(name: str, device: int):
+    return unchecked(load_kernel(SOURCE, name))
 
 
 def _wgmma_kernel(name: str, smem: int):
@@ -127,9 +137,14 @@ def _wgmma_kernel(name: str, smem: int):
 
 
 def _wgmma_products():
-    """12_ozaki_wgmma.cu's product kernel and its dynamic shared memory."""
+    """12_ozaki_wgmma.cu's product kernel (as ``_kernel``) and its dynamic shared memory."""
+    return _wgmma_products_on(_device())
+
+
+@lru_cache(maxsize=None)
+def _wgmma_products_on(device: int):
     smem = WGMMA_STAGES * 3 * 128 * 128 + 8 * 16 * 264 + 1024  # (stages, the store's rows)
-    return _wgmma_kernel("ozaki_products_wgmma", smem), smem
+    return unchecked(_wgmma_kernel("ozaki_products_wgmma", smem)), smem
 
 
 def _wgmma_peak() -> tuple:
@@ -186,9 +201,12 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
     return C
 
 
-def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -> tuple:
+def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
+                 strided: tuple | None = None) -> tuple:
     """``ozaki_sgemm``'s work as its passes, each a function that launches it (again, where
-    called again: chapter 12 times them one by one), in order: ([(name, run), ...], C)."""
+    called again: chapter 12 times them one by one), in order: ([(name, run), ...], C). Its
+    scratch memory is this stream's and thread's (``streams.buffer``), kept for the next call;
+    ``strided``: ``(_strided(A), _strided(B))`` where the caller has them (a recording)."""
     M, K = A.shape
     K2, N = B.shape
     if device_cc() < MIN_CC:
@@ -198,7 +216,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
     if K != K2:
         raise LaunchError(f"ozaki_sgemm: A is {M} x {K} but B is {K2} x {N}")
     if K > MAX_K:
-        raise LaunchError(f"ozaki_sgemm: K = {K}: at most {MAX_K} (int32 sums of int8 products)")
+        raise LaunchError(f"ozaki_sgemm: K = {K} (A's columns, B's rows): at most {MAX_K}, where "
+                          f"the int32 sums of int8 products cannot overflow; precision='fp32' "
+                          "takes any K")
     for name, X in (("A", A), ("B", B)):
         if X.dtype != np.float32:
             raise LaunchError(f"ozaki_sgemm: {name} must be float32, got {X.dtype}")
@@ -210,22 +230,25 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
         raise LaunchError(f"ozaki_sgemm: {n} moduli: from 1 to {MOST_MODULI} (with {MOST_MODULI} the "
                           f"integers already keep 30 bits at every K; more buy nothing)")
     p = bits(n, K)
-    (a, ar, ac), (b, br, bc) = _strided(A), _strided(B)
+    (a, ar, ac), (b, br, bc) = strided or (_strided(A), _strided(B))
     moduli, table = _on_device(n, _device())
+    replay.note_buffer(moduli)  # (kept for the process: a recording may use them)
+    replay.note_buffer(table)
     wgmma = products_kernel(products) == "wgmma"
     # residues in records of 128 rows x 128 k's (ozaki.cuh); B's rows to 256 (a wgmma block's N)
     Kp, Mp, Np = 128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 256 * ceil_div(N, 256)
-    top = xp.empty(M + N, np.int32)  # the largest magnitude of A's rows, then B's columns
-    bad = xp.empty(M + N + 1, np.int32)  # rows of A, columns of B with Inf or NaN; any
-    RA, RB = xp.empty(n * Mp * Kp, np.int8), xp.empty(n * Np * Kp, np.int8)
-    R = xp.empty(n * M * N, np.uint8)
+    # the largest magnitude of A's rows, then B's columns; then the flags of rows of A and
+    # columns of B with Inf or NaN, and whether any
+    top = buffer("ozaki_top", 2 * (M + N) + 1, np.int32)
+    bad = top[M + N:]
+    RA, RB = buffer("ozaki_ra", n * Mp * Kp, np.int8), buffer("ozaki_rb", n * Np * Kp, np.int8)
+    R = buffer("ozaki_r", n * M * N, np.uint8)
     i32, i64 = np.int32, np.int64
     # A's rows: element (i, k) at a[i ar + k ac]; B's columns as rows: (j, k) at b[k br + j bc]
     rows = ((a, M, ar, ac, 0, Mp, RA), (b, N, bc, br, M, Np, RB))
 
     def magnitudes():
-        top.fill(0)
-        bad.fill(0)
+        _kernel("ozaki_zero")((ceil_div(top.size, 256),), (256,), (top, i32(top.size)))
         for X, r, xr, xc, first, _, _ in rows:
             grid = ((ceil_div(r, 8), ceil_div(K, 1024)) if xc == 1
                     else (ceil_div(r, 256), ceil_div(K, 64)))
@@ -256,10 +279,32 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto") -
             ("reconstruct", reconstruct)], C
 
 
-def _ozaki(A, B, out, alpha: float, beta: float) -> None:
-    """out = alpha A B + beta out by ``ozaki_sgemm`` (``sgemm(precision='ozaki')``)."""
+def _ozaki(A, B, out, alpha: float, beta: float, key=None):
+    """out = alpha A B + beta out by ``ozaki_sgemm`` (``sgemm(precision='ozaki')``). With a
+    call's ``key`` (``call._key``), where alpha, beta are 1, 0, out is C-contiguous and A and B
+    are C- or F-contiguous, the launches are recorded: returns the replay of the next calls with
+    that key (``again(A, B, out, stream)``), else None."""
     if device_cc() < MIN_CC:
         raise LaunchError(f"sgemm: precision='ozaki' runs on INT8 mma.sync (compute capability "
                           f"{cc_text(MIN_CC)}), and this device counts as {cc_text(device_cc())}; "
                           "precision='fp32' runs on every GPU")
-    _into(out, alpha, beta, lambda c: ozaki_sgemm(A, B, out=c))
+    flips = tuple(not X.flags.c_contiguous for X in (A, B))
+    if (key is None or (alpha, beta) != (1.0, 0.0) or not out.flags.c_contiguous
+            or not all(X.flags.c_contiguous or X.flags.f_contiguous for X in (A, B))):
+        _into(out, alpha, beta, lambda c: ozaki_sgemm(A, B, out=c))
+        return None
+    strided = (_strided(A), _strided(B))
+    with replay.recording(strided[0][0], strided[1][0], out) as rec:
+        passes, _ = ozaki_passes(A, B, out=out, strided=strided)
+        for _, run in passes:
+            run()
+    run = rec.replay()
+    if run is None:
+        return None
+    if BACKEND == "gpu":
+        def again(A, B, out, stream: int) -> None:
+            run((A.data.ptr, B.data.ptr, out.data.ptr), stream)
+    else:
+        def again(A, B, out, stream: int) -> None:
+            run(tuple(X.T if t else X for X, t in zip((A, B), flips)) + (out,), stream)
+    return again

@@ -58,6 +58,13 @@ __device__ __forceinline__ int shift_of(int top, int p) {
     return p - e;
 }
 
+// x[0 .. n - 1] = 0: the magnitudes' and flags' scratch, before ozaki_magnitudes (a launch, so
+// that a call's recorded launches zero it each time they are replayed). Block 256.
+extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 0;
+}
+
 // The largest finite magnitude of each row of X (element (i, k) at X[i * xr + k * xc]), as its
 // float bits (non-negative floats order as their bits), into top[first + i] by atomicMax (top
 // zeroed before); rows that hold Inf or NaN flagged in bad[first + i], and bad[flag] (any row of
