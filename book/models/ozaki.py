@@ -104,6 +104,59 @@ def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
     return C
 
 
+GUARD_LEVELS = 127
+"""The guard's magnitudes: |x| as a whole number 0 .. 127 of its row's (column's) power of two,
+rounded down (an int8, for one more INT8 product)."""
+GUARD_CANCEL = 2.0 ** -8
+"""An element whose error bound exceeds this share of its own value is taken another way: the
+row's sum cancelled (what a worst row of SGEMM keeps and the scaling loses)."""
+
+
+def guard(A: np.ndarray, B: np.ndarray, C: np.ndarray, p: int) -> np.ndarray:
+    """The elements (a boolean M x N mask) for which the row scaling may not keep an SGEMM's
+    accuracy, decided from the inputs and the result C of :func:`ozaki` (a design for the kernels;
+    the issue's item 1). For element (i, j):
+
+    * E, a bound on the scaling's error: each entry of row i of A moves by at most half its
+      step 2^-sa[i] when rounded, and of column j of B by 2^-sb[j] / 2, so
+      |C - AB| <= (2^-sa[i] sum_k |B[k, j]| + 2^-sb[j] sum_k |A[i, k]|) / 2 + K 2^-(sa[i] + sb[j]) / 4
+      (the sums: one pass over A and B, beside their largest magnitudes);
+    * L, a lower bound on (|A| |B|)[i, j], the scale of SGEMM's promise: |A| and |B| as whole
+      numbers 0 .. GUARD_LEVELS of their rows' and columns' powers of two, rounded down, and
+      their product (exact in int32: one more INT8 product).
+
+    Flagged: E > sqrt(K) u L (u = 2^-24: an SGEMM's typical error, not its worst, K u), or E >
+    GUARD_CANCEL |C| (the sum cancelled), or products that may overflow float32's partial sums;
+    and every element of a row or column with Inf or NaN."""
+    K = A.shape[1]
+    fa = np.where(np.isfinite(A), np.abs(A), 0).astype(np.float64)
+    fb = np.where(np.isfinite(B), np.abs(B), 0).astype(np.float64)
+    da, db = np.ldexp(1.0, -shifts(A, p, 1)), np.ldexp(1.0, -shifts(B, p, 0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        E = (da[:, None] * fb.sum(0)[None, :] + db[None, :] * fa.sum(1)[:, None]) / 2 \
+            + K * da[:, None] * db[None, :] / 4
+        ea, eb = np.frexp(fa.max(1))[1], np.frexp(fb.max(0))[1]
+        la = np.floor(GUARD_LEVELS * np.ldexp(fa, -ea[:, None]))
+        lb = np.floor(GUARD_LEVELS * np.ldexp(fb, -eb[None, :]))
+        L = (la @ lb) * np.ldexp(1.0, ea[:, None] + eb[None, :]) / GUARD_LEVELS ** 2
+        flagged = ((E > np.sqrt(K) * 2.0 ** -24 * L) | (E > GUARD_CANCEL * np.abs(C))
+                   | ~(fa.max(1)[:, None] * fb.sum(0)[None, :] < 2.0 ** 126))
+    bad = ~np.isfinite(A).all(axis=1)[:, None] | ~np.isfinite(B).all(axis=0)[None, :]
+    return flagged | bad
+
+
+def guarded(A: np.ndarray, B: np.ndarray, n: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ozaki` with the elements :func:`guard` flags taken as a float32 FMA chain
+    (``ffma``, SGEMM's own arithmetic): (C, the mask)."""
+    A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
+    C = ozaki(A, B, n)
+    mask = guard(A, B, C, bits(n, A.shape[1]))
+    rows, cols = np.nonzero(mask)
+    if len(rows):
+        C[rows, cols] = ffma(A, B, rows, cols)
+    return C, mask
+
+
 def walkthrough(a: np.ndarray, b: np.ndarray, n: int = 3):
     """One element of C = a . b (a row of A, a column of B) by the scheme with ``n`` moduli, every
     intermediate shown: (a table, a row per step and a column per k, with each product's sum in
