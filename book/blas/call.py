@@ -24,8 +24,8 @@ from .tf32x3 import _tf32x3, _tf32x3_replay
 PRECISIONS = ("fp32", "tf32x3", "ozaki")
 """``sgemm``'s precisions: 'fp32', float32 FMAs (chapters 8 and 9); 'tf32x3', three TF32
 products on Hopper's tensor cores with float32 accuracy (chapter 10; compute capability 9.0);
-'ozaki', exact INT8 products of residues, the Ozaki scheme II (chapter 12, begun: its first,
-plain kernels; compute capability 8.0)."""
+'ozaki', exact INT8 products of residues, the Ozaki scheme II (chapter 12; compute capability
+8.0; wgmma on 9.0)."""
 
 
 def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str = "fp32"):

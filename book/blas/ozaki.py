@@ -7,7 +7,7 @@ Its four passes: the largest magnitude of A's rows and B's columns (which fixes 
 power of two; and which hold Inf or NaN), the int8 residues of the scaled integers (``n`` of
 each), the ``n`` INT8 products kept modulo their moduli (on wgmma, ``12_ozaki_wgmma.cu``, on
 compute capability 9.0; else one warp of mma.sync per 16 x 8 tile of C), and the
-reconstruction. A first version: nothing is tuned or timed yet; K below 2^17.
+reconstruction; K below 2^17. A call seen before replays its launches (``_ozaki``).
 """
 from __future__ import annotations
 

@@ -58,13 +58,6 @@ __device__ __forceinline__ int shift_of(int top, int p) {
     return p - e;
 }
 
-// x[0 .. n - 1] = 0: the magnitudes' and flags' scratch, before ozaki_magnitudes (a launch, so
-// that a call's recorded launches zero it each time they are replayed). Block 256.
-extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = 0;
-}
-
 // The largest finite magnitude of each row of X (element (i, k) at X[i * xr + k * xc]), as its
 // float bits (non-negative floats order as their bits), into top[first + i] by atomicMax (top
 // zeroed before); rows that hold Inf or NaN flagged in bad[first + i], and bad[flag] (any row of
@@ -266,4 +259,11 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
         *reinterpret_cast<float4*>(to) = make_float4(out[0], out[1], out[2], out[3]);
     else
         for (int q = 0; q < 4 && j0 + q < N; ++q) to[q] = out[q];
+}
+
+// x[0 .. n - 1] = 0: the magnitudes' and flags' scratch, before ozaki_magnitudes (a launch, so
+// that a call's recorded launches zero it each time they are replayed). Block 256.
+extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 0;
 }
