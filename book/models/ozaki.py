@@ -81,10 +81,11 @@ def ffma(A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np
     return s
 
 
-def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
+def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8, integers: bool = False):
     """C = A B (float32) by the Ozaki scheme II with the first ``n`` moduli, step by step as
     ``12_ozaki.cu`` computes it; the elements in a row of A or a column of B that holds Inf or
-    NaN as a float32 FMA chain (``ffma``), as cuBLAS SGEMM gives them."""
+    NaN as a float32 FMA chain (``ffma``), as cuBLAS SGEMM gives them. ``integers``: return
+    (C, C') with C' the reconstructed integers (float64), for :func:`guard`."""
     A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
     K = A.shape[1]
     if K > MAX_K:
@@ -101,7 +102,7 @@ def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8) -> np.ndarray:
     if bad.any():
         rows, cols = np.nonzero(bad)
         C[rows, cols] = ffma(A, B, rows, cols)
-    return C
+    return (C, Cp) if integers else C
 
 
 GUARD_LEVELS = 127
@@ -112,35 +113,62 @@ GUARD_CANCEL = 2.0 ** -8
 row's sum cancelled (what a worst row of SGEMM keeps and the scaling loses)."""
 
 
-def guard(A: np.ndarray, B: np.ndarray, C: np.ndarray, p: int) -> np.ndarray:
+def level_code(s: np.ndarray) -> np.ndarray:
+    """A sum s >= 0 of int32 as a byte that decodes to a lower bound (``level_value``): 0 for 0,
+    else 1 + 8 e + m, e = floor(log2 s), m its next three bits (at most 248)."""
+    s = np.asarray(s, np.int64)
+    e = np.where(s > 0, np.floor(np.log2(np.maximum(s, 1))).astype(np.int64), 0)
+    e = np.where((s >> e) == 0, e - 1, e)  # (log2 rounded up at a power of two, less one)
+    e = np.where(s >= (np.int64(1) << (e + 1)), e + 1, e)
+    m = np.where(e >= 3, s >> np.maximum(e - 3, 0), s << np.maximum(3 - e, 0)) & 7
+    return np.where(s > 0, 1 + 8 * e + m, 0).astype(np.uint8)
+
+
+def level_value(code: np.ndarray) -> np.ndarray:
+    """The lower bound a ``level_code`` byte stands for: (8 + m) 2^(e - 3), 0 for 0."""
+    c = np.asarray(code, np.int64) - 1
+    return np.where(c >= 0, np.ldexp(8.0 + c % 8, (c // 8 - 3).astype(np.int64)), 0.0)
+
+
+def levels(X: np.ndarray, axis: int) -> np.ndarray:
+    """|X| as whole numbers 0 .. GUARD_LEVELS of its rows' (axis 1) or columns' (axis 0) power of
+    two 2^e (the largest finite magnitude below 2^e), rounded down: floor(127 |x| 2^-e), exact in
+    float64."""
+    fx = np.where(np.isfinite(X), np.abs(X), 0).astype(np.float64)
+    e = np.frexp(fx.max(axis=axis))[1]
+    e = e[:, None] if axis == 1 else e[None, :]
+    return np.floor(GUARD_LEVELS * np.ldexp(fx, -e)).astype(np.int64)
+
+
+def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     """The elements (a boolean M x N mask) for which the row scaling may not keep an SGEMM's
-    accuracy, decided from the inputs and the result C of :func:`ozaki` (a design for the kernels;
-    the issue's item 1). For element (i, j):
+    accuracy, decided from the inputs and the integer product C' (``reconstruct``'s, in units of
+    2^-(sa[i] + sb[j])): the design of the kernels' guard (``12_ozaki.cu`` built with GUARD). For
+    element (i, j), in those units:
 
-    * E, a bound on the scaling's error: each entry of row i of A moves by at most half its
-      step 2^-sa[i] when rounded, and of column j of B by 2^-sb[j] / 2, so
-      |C - AB| <= (2^-sa[i] sum_k |B[k, j]| + 2^-sb[j] sum_k |A[i, k]|) / 2 + K 2^-(sa[i] + sb[j]) / 4
-      (the sums: one pass over A and B, beside their largest magnitudes);
-    * L, a lower bound on (|A| |B|)[i, j], the scale of SGEMM's promise: |A| and |B| as whole
-      numbers 0 .. GUARD_LEVELS of their rows' and columns' powers of two, rounded down, and
-      their product (exact in int32: one more INT8 product).
+    * a bound on the scaling's error: each entry of row i of A moved by at most half a unit when
+      rounded, so |A[i, k]| <= (|A'[i, k]| + 1/2) 2^-sa[i], and B likewise; summing,
+      |C - AB| <= E = (SA[i] + SB[j] + K) / 2, SA[i] = sum_k |A'[i, k]|, SB[j] = sum_k |B'[k, j]|
+      (exact integers, summed where the residues are made);
+    * a lower bound on (|A| |B|)[i, j], the scale of an SGEMM's promise: the product of
+      ``levels`` of A and B (one more INT8 product, exact in int32), kept as a ``level_code``
+      byte, so L = level_value 2^(2p) / 127^2 (2^(p - sa) is the row's power of two).
 
-    Flagged: E > sqrt(K) u L (u = 2^-24: an SGEMM's typical error, not its worst, K u), or E >
-    GUARD_CANCEL |C| (the sum cancelled), or products that may overflow float32's partial sums;
-    and every element of a row or column with Inf or NaN."""
+    Flagged: E 127^2 > sqrt(K) 2^-24 level_value 2^(2p) (an SGEMM's typical error, not its worst
+    K u), or E > GUARD_CANCEL |C'| (the sum cancelled), or a row's largest magnitude times a
+    column's sum of magnitudes from 2^126 (float32's partial sums may overflow); and every
+    element of a row or column with Inf or NaN."""
     K = A.shape[1]
-    fa = np.where(np.isfinite(A), np.abs(A), 0).astype(np.float64)
-    fb = np.where(np.isfinite(B), np.abs(B), 0).astype(np.float64)
-    da, db = np.ldexp(1.0, -shifts(A, p, 1)), np.ldexp(1.0, -shifts(B, p, 0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        E = (da[:, None] * fb.sum(0)[None, :] + db[None, :] * fa.sum(1)[:, None]) / 2 \
-            + K * da[:, None] * db[None, :] / 4
-        ea, eb = np.frexp(fa.max(1))[1], np.frexp(fb.max(0))[1]
-        la = np.floor(GUARD_LEVELS * np.ldexp(fa, -ea[:, None]))
-        lb = np.floor(GUARD_LEVELS * np.ldexp(fb, -eb[None, :]))
-        L = (la @ lb) * np.ldexp(1.0, ea[:, None] + eb[None, :]) / GUARD_LEVELS ** 2
-        flagged = ((E > np.sqrt(K) * 2.0 ** -24 * L) | (E > GUARD_CANCEL * np.abs(C))
-                   | ~(fa.max(1)[:, None] * fb.sum(0)[None, :] < 2.0 ** 126))
+    sa, sb = shifts(A, p, axis=1), shifts(B, p, axis=0)
+    SA = np.abs(scaled(A, sa, axis=1)).sum(1).astype(np.float64)
+    SB = np.abs(scaled(B, sb, axis=0)).sum(0).astype(np.float64)
+    E = (SA[:, None] + SB[None, :] + K) * 0.5
+    code = level_code(levels(A, 1) @ levels(B, 0))
+    limit = np.sqrt(float(K)) * np.ldexp(1.0, 2 * p - 24) * level_value(code)
+    top = np.where(np.isfinite(A), np.abs(A), 0).max(1).astype(np.float64)
+    with np.errstate(over="ignore"):
+        over = ~(top[:, None] * np.ldexp(SB[None, :] + K * 0.5, -sb[None, :]) < 2.0 ** 126)
+    flagged = (E * GUARD_LEVELS ** 2 > limit) | (E > GUARD_CANCEL * np.abs(Cp)) | over
     bad = ~np.isfinite(A).all(axis=1)[:, None] | ~np.isfinite(B).all(axis=0)[None, :]
     return flagged | bad
 
@@ -149,8 +177,8 @@ def guarded(A: np.ndarray, B: np.ndarray, n: int = 8) -> tuple[np.ndarray, np.nd
     """:func:`ozaki` with the elements :func:`guard` flags taken as a float32 FMA chain
     (``ffma``, SGEMM's own arithmetic): (C, the mask)."""
     A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
-    C = ozaki(A, B, n)
-    mask = guard(A, B, C, bits(n, A.shape[1]))
+    C, Cp = ozaki(A, B, n, integers=True)
+    mask = guard(A, B, Cp, bits(n, A.shape[1]))
     rows, cols = np.nonzero(mask)
     if len(rows):
         C[rows, cols] = ffma(A, B, rows, cols)
