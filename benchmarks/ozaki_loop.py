@@ -4,7 +4,8 @@ For each n^3 (and shapes nobody tuned), interleaved over ROUNDS rounds, each cal
   * gpu ms: the call's time on the GPU alone (``time_launch``: CUDA events around repeats);
   * loop ms: a loop of back-to-back calls, host included, one synchronize at the end, per call;
   * host us: wall time to issue ISSUED calls without waiting for the GPU, per call;
-the same for cuBLAS SGEMM (cupy.matmul) and precision='fp32', and the ratios x cuBLAS on the GPU
+the same for ozaki_sgemm(guard=True) (the accuracy guard, not yet the default; no replay), cuBLAS
+SGEMM (cupy.matmul) and precision='fp32', and the ratios x cuBLAS on the GPU
 clock and in the loop. ``--sustained S``: also a loop of S seconds at 4096^3 and 8192^3 with the
 SM clock, power and what limits the clock (``device.clocks_while``), ozaki and cuBLAS in turn.
 
@@ -27,7 +28,9 @@ ROUNDS, ISSUED = 3, 100
 
 def calls(a, b, c):
     import cupy as cp
+    from book.blas.ozaki import ozaki_sgemm
     return {"ozaki": lambda: book.sgemm(a, b, out=c, precision="ozaki"),
+            "ozaki guarded": lambda: ozaki_sgemm(a, b, out=c, guard=True),
             "fp32": lambda: book.sgemm(a, b, out=c),
             "cublas": lambda: cp.matmul(a, b, out=c)}
 

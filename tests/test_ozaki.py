@@ -140,7 +140,8 @@ def test_every_residue_is_an_int8_congruent_to_its_integer():
     R = to_device(np.zeros(n * rows * Kp, np.int8))
     ozaki._kernel("ozaki_residues")((Kp // 128, rows // 32), (32, 8), (
         to_device(x), np.int32(rows), np.int32(K), np.int64(K), np.int64(1), top, np.int32(0),
-        np.int32(p), np.int32(n), R, np.int32(Kp), np.int64(rows * Kp)))
+        np.int32(p), np.int32(n), R, np.int32(Kp), np.int64(rows * Kp),
+        to_device(np.zeros(rows, np.uint64))))  # (the guard's sums: unused in this build)
     got = to_host(R).reshape(n, -1)[:, _record_offsets(rows, Kp)].astype(np.int64)
     for l, m in enumerate(oz.MODULI):
         assert ((got[l] - v) % m == 0).all(), m
@@ -258,6 +259,38 @@ def test_the_passes_are_clean_in_check_mode(monkeypatch):
     for products in ("mma", "wgmma"):
         for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
             assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products)), want)
+
+
+@pytest.mark.parametrize("products", ["mma", "wgmma"])
+def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
+    """ozaki_sgemm(guard=True), 12_ozaki.cu built with GUARD: the same flags and the same bits as
+    book.models.ozaki.guarded on every adversarial class (book.studies.adversarial), A read
+    along k and B as a transpose too, odd sizes."""
+    from book.studies.adversarial import CLASSES
+    if products == "wgmma" and BACKEND == "gpu" and device_cc() != (9, 0):
+        pytest.skip("wgmma: compute capability 9.0")
+    if device_cc() < (8, 0):
+        pytest.skip("precision='ozaki' needs compute capability 8.0")
+    for name, make in CLASSES.items():
+        a, b = make(37, 45, 300, np.random.default_rng(3))
+        want, mask = oz.guarded(a, b)
+        for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
+            got = to_host(ozaki_sgemm(to_device(a), B, products=products, guard=True))
+            assert _same(got, want), (name, products, mask.mean())
+
+
+@pytest.mark.sweep  # (its own builds: make test-sweep)
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
+def test_the_guarded_passes_are_clean_in_check_mode(monkeypatch):
+    """The GUARD builds: no race, unwritten read or index out of bounds, the sums' atomics and
+    the levels' slice included."""
+    from book.studies.adversarial import CLASSES
+    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
+    a, b = CLASSES["huge 2^40, zero partner"](45, 70, 77, np.random.default_rng(11))
+    want, _ = oz.guarded(a, b, 4)
+    for products in ("mma", "wgmma"):
+        assert _same(to_host(ozaki_sgemm(to_device(a), to_device(b), 4, products=products,
+                                         guard=True)), want)
 
 
 @pytest.mark.parametrize("K", [64, 1024, 16384])

@@ -115,15 +115,16 @@ MIN_CC = (8, 0)
 WGMMA_STAGES = 4
 
 
-def _kernel(name: str):
+def _kernel(name: str, guard: bool = False):
     """12_ozaki.cu's kernel ``name`` as the library launches it (``direct.unchecked``: its
-    arguments are checked by the call), looked up once for each device."""
-    return _launch(name, _device())
+    arguments are checked by the call), looked up once for each device; ``guard``: its build with
+    the accuracy guard (GUARD)."""
+    return _launch(name, _device(), guard)
 
 
 @lru_cache(maxsize=None)
-def _launch(name: str, device: int):
-    return unchecked(load_kernel(SOURCE, name))
+def _launch(name: str, device: int, guard: bool = False):
+    return unchecked(load_kernel(SOURCE, name, defines={"GUARD": 1} if guard else None))
 
 
 def _wgmma_kernel(name: str, smem: int):
@@ -188,21 +189,22 @@ def _strided(X) -> tuple:
     return xp.ascontiguousarray(X), X.shape[1], 1
 
 
-def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto"):
+def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto", guard: bool = False):
     """C = A B with ``n`` moduli (default ``moduli_for(K)``; see the module). A and B: float32,
     C- or F-contiguous (others are copied), on the backend's arrays (CuPy on a GPU, NumPy on the
     emulator); ``out``: a C-contiguous M x N float32 array to write, else a new one. Rows of A
     and columns of B that hold Inf or NaN give the elements of C cuBLAS SGEMM gives (float32
-    FMAs). ``products``: the INT8 product kernel (``products_kernel``). Raises for K of 2^17 or
-    more."""
-    passes, C = ozaki_passes(A, B, n, out, products)
+    FMAs). ``products``: the INT8 product kernel (``products_kernel``). ``guard``: the accuracy
+    guard (``book.models.ozaki.guard``; not yet the default: its cost is measured on a GPU first),
+    its flagged elements as float32 FMA chains. Raises for K of 2^17 or more."""
+    passes, C = ozaki_passes(A, B, n, out, products, guard=guard)
     for _, run in passes:
         run()
     return C
 
 
 def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
-                 strided: tuple | None = None) -> tuple:
+                 strided: tuple | None = None, guard: bool = False) -> tuple:
     """``ozaki_sgemm``'s work as its passes, each a function that launches it (again, where
     called again: chapter 12 times them one by one), in order: ([(name, run), ...], C). Its
     scratch memory is this stream's and thread's (``streams.buffer``), kept for the next call;
@@ -241,14 +243,18 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     # columns of B with Inf or NaN, and whether any
     top = buffer("ozaki_top", 2 * (M + N) + 1, np.int32)
     bad = top[M + N:]
-    RA, RB = buffer("ozaki_ra", n * Mp * Kp, np.int8), buffer("ozaki_rb", n * Np * Kp, np.int8)
-    R = buffer("ozaki_r", n * M * N, np.uint8)
+    g = int(guard)  # (the guard: one more slice each, the levels of |A| and |B| and their product)
+    RA, RB = buffer("ozaki_ra", (n + g) * Mp * Kp, np.int8), buffer("ozaki_rb", (n + g) * Np * Kp, np.int8)
+    R = buffer("ozaki_r", (n + g) * M * N, np.uint8)
+    sums = buffer("ozaki_sums", M + N, np.uint64)  # (the guard's: sum |A'| by row, |B'| by column)
     i32, i64 = np.int32, np.int64
     # A's rows: element (i, k) at a[i ar + k ac]; B's columns as rows: (j, k) at b[k br + j bc]
     rows = ((a, M, ar, ac, 0, Mp, RA), (b, N, bc, br, M, Np, RB))
 
     def magnitudes():
         _kernel("ozaki_zero")((ceil_div(top.size, 256),), (256,), (top, i32(top.size)))
+        if guard:
+            _kernel("ozaki_zero_sums", True)((ceil_div(M + N, 256),), (256,), (sums, i32(M + N)))
         for X, r, xr, xc, first, _, _ in rows:
             grid = ((ceil_div(r, 8), ceil_div(K, 1024)) if xc == 1
                     else (ceil_div(r, 256), ceil_div(K, 64)))
@@ -257,9 +263,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
 
     def residues():
         for X, r, xr, xc, first, pad, RX in rows:
-            _kernel("ozaki_residues")((Kp // 128, pad // 32), (32, 8), (
+            _kernel("ozaki_residues", guard)((Kp // 128, pad // 32), (32, 8), (
                 X, i32(r), i32(K), i64(xr), i64(xc), top, i32(first), i32(p), i32(n),
-                RX, i32(Kp), i64(pad * Kp)))
+                RX, i32(Kp), i64(pad * Kp), sums))
 
     def int8_products():
         args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
@@ -267,13 +273,17 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
             kernel, smem = _wgmma_products()
             blocks = min(n * (Mp // 128) * (Np // 256), _sms())
             kernel((blocks,), (384,), args + (i32(n),), shared_mem=smem)
+            if guard:  # (the levels' product on mma.sync: slice n alone)
+                _kernel("ozaki_products", True)((Np // 16, Mp // 32, 1), (128,), args + (i32(n), i32(n)))
+        elif guard:
+            _kernel("ozaki_products", True)((Np // 16, Mp // 32, n + 1), (128,), args + (i32(0), i32(n)))
         else:
-            _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args)
+            _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args + (i32(0), i32(n)))
 
     def reconstruct():
-        _kernel("ozaki_reconstruct")((M, ceil_div(N, 512)), (128,), (
+        _kernel("ozaki_reconstruct", guard)((M, ceil_div(N, 512)), (128,), (
             R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
-            i64(ar), i64(ac), b, i64(br), i64(bc), i32(K)))
+            i64(ar), i64(ac), b, i64(br), i64(bc), i32(K), sums))
 
     return [("magnitudes", magnitudes), ("residues", residues), ("products", int8_products),
             ("reconstruct", reconstruct)], C

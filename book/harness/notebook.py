@@ -149,6 +149,16 @@ LISTING_CALLS = ("show_source(", "show_diff(")
 """The calls whose output is a kernel listing: a function of the source files alone."""
 
 
+def _one_call(src: str) -> bool:
+    """Whether a cell's source is one call and nothing else (over one line or several)."""
+    import ast
+    try:
+        body = ast.parse(src).body
+    except SyntaxError:
+        return False
+    return len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
+
+
 def stale_listings(path) -> list[tuple[int, str, str]]:
     """(cell index, stored markdown, what the call gives now) for every code cell of the notebook
     at ``path`` that is one listing call (``show_source`` or ``show_diff``) and whose stored
@@ -158,7 +168,7 @@ def stale_listings(path) -> list[tuple[int, str, str]]:
     stale = []
     for i, cell in enumerate(nb.cells):
         src = cell.source.strip()
-        if (cell.cell_type != "code" or not src.startswith(LISTING_CALLS) or "\n" in src
+        if (cell.cell_type != "code" or not src.startswith(LISTING_CALLS) or not _one_call(src)
                 or not cell.get("outputs")):
             continue
         now = eval(src, {"show_source": show_source, "show_diff": show_diff}).data  # noqa: S307

@@ -17,6 +17,14 @@
 // Launch (book/blas/ozaki.py): any sizes with K < 2^17, any strides. Compute capability 8.0.
 #include "ozaki.cuh"
 
+// GUARD (0 or 1): the build with precision='ozaki''s accuracy guard (book/models/ozaki.py's
+// guard): the residues pass also sums each row's magnitudes and writes the levels of |X| as one
+// more slice, the products keep that slice's sums as a level_code, and the reconstruction takes
+// the elements it flags as float32 FMA chains. Without it, those arguments go unused.
+#ifndef GUARD
+#define GUARD 0
+#endif
+
 // float64 products and sums that are never fused into an FMA (the model rounds each one); the
 // reconstruction's products by the weights and by P are exact (ozaki.py's constants: a test holds
 // it), so its FMAs give the model's bits.
@@ -93,6 +101,39 @@ ozaki_magnitudes(const float* __restrict__ X, int rows, int cols, long long xr, 
     if (special) bad[first + i] = bad[flag] = 1;
 }
 
+#if GUARD
+// The guard's share of the residues pass (book/models/ozaki.py's guard), for 4 adjacent k's of
+// a row: the sum of the scaled integers' magnitudes (|v| = |2^15 v1 + v0|, exact) into *sum, a
+// warp's 128 k's added first; and the levels floor(127 |x| 2^-e) (2^e: the row's power of two,
+// from its largest magnitude `top`; exact in float64), one more int8 residue slice at *level.
+__device__ __forceinline__ void guard_row(const float* x, const float (&v1)[4], const float (&v0)[4],
+                                          int top, bool inside, unsigned long long* sum,
+                                          signed char* level) {
+    unsigned long long s = 0;
+    unsigned word = 0;
+    int e = 0;
+    if (top != 0) frexpf(__int_as_float(top), &e);
+    for (int q = 0; q < 4; ++q) {
+        s += (unsigned long long)fabsf(fmaf(v1[q], 32768.0f, v0[q]));
+        const float a = fabsf(x[q]);
+        const double l = a <= 3.402823466e38f ? floor(127.0 * ldexp((double)a, -e)) : 0.0;
+        word |= (unsigned)l << (8 * q);
+    }
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (inside && threadIdx.x % 32 == 0 && s) atomicAdd(sum, s);
+    *reinterpret_cast<unsigned*>(level) = word;
+}
+
+// A sum s >= 0 as a byte that stands for a lower bound of it: 0, or 1 + 8 e + m with e =
+// floor(log2 s) and m its next three bits (the model's level_code).
+__device__ __forceinline__ unsigned char level_code(int s) {
+    if (s <= 0) return 0;
+    const int e = 31 - __clz(s);
+    const int m = (e >= 3 ? s >> (e - 3) : s << (3 - e)) & 7;
+    return (unsigned char)(1 + 8 * e + m);
+}
+#endif
+
 // The residues of the scaled rows: byte (i, k) of residue matrix l, at R[l * slice +
 // record_offset(i, k, Kp)], is rint(X(i, k) 2^shift) mod m_l (shift: shift_of(top[first + i], p))
 // in the symmetric range -m_l / 2 .. (m_l - 1) / 2 (an int8), for l < n: zeros past X's rows and
@@ -103,7 +144,8 @@ ozaki_magnitudes(const float* __restrict__ X, int rows, int cols, long long xr, 
 extern "C" __global__ void __launch_bounds__(256)
 ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, long long xc,
                const int* __restrict__ top, int first, int p, int n,
-               signed char* __restrict__ R, int Kp, long long slice) {
+               signed char* __restrict__ R, int Kp, long long slice,
+               unsigned long long* __restrict__ sums) {
     __shared__ float T[32][132];  // (132: a warp's 16-byte reads of a row hit every bank once)
     const int i0 = blockIdx.y * 32, k0 = blockIdx.x * 128, tx = threadIdx.x, ty = threadIdx.y;
     if (xc == 1) {  // rows along k: warp ty reads rows ty, ty + 8, ...
@@ -133,6 +175,10 @@ ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, lo
             v0[q] = fmaf(v1[q], -32768.0f, v);
         }
         const long long at = record_offset(i, k0 + 4 * tx, Kp);
+#if GUARD
+        guard_row(T[y] + 4 * tx, v1, v0, i < rows ? top[first + i] : 0, i < rows,
+                  sums + first + i, R + n * slice + at);
+#endif
 #pragma unroll
         for (int l = 0; l < 16; ++l) {
             if (l >= n) continue;
@@ -166,8 +212,9 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
                                           const signed char* __restrict__ RB,
                                           unsigned char* __restrict__ R, int M, int N, int Kp,
                                           long long a_slice, long long b_slice,
-                                          long long r_slice, const int* __restrict__ moduli) {
-    const int l = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+                                          long long r_slice, const int* __restrict__ moduli,
+                                          int l0, int raw) {
+    const int l = l0 + blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int i0 = blockIdx.y * 32 + (warp / 2) * 16, j0 = blockIdx.x * 16 + (warp % 2) * 8;
     const signed char* a = RA + l * a_slice;
@@ -182,6 +229,15 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
         const unsigned bf[2] = {word(b, j0 + g, k), word(b, j0 + g, k + 16)};
         mma_s8(acc, af, bf, acc);
     }
+#if GUARD
+    if (l >= raw) {
+        for (int q = 0; q < 4; ++q) {
+            const int i = i0 + g + 8 * (q / 2), j = j0 + 2 * t + q % 2;
+            if (i < M && j < N) R[l * r_slice + (long long)i * N + j] = level_code(acc[q]);
+        }
+        return;
+    }
+#endif
     const int m = moduli[l];
     const float inv = 1.0f / m;
     for (int q = 0; q < 4; ++q) {
@@ -194,6 +250,28 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
 __device__ __forceinline__ double pow2(int s) {
     return __longlong_as_double((long long)(s + 1023) << 52);
 }
+
+#if GUARD
+// Row i of A times column j of B in float32 FMAs, k = 0 .. Kd - 1 in order (SGEMM's arithmetic).
+__device__ float ffma_chain(const float* A, long long ar, long long ac, const float* B, long long br,
+                            long long bc, int i, int j, int Kd) {
+    float sum = 0.0f;
+    for (int k = 0; k < Kd; ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
+    return sum;
+}
+
+// Whether element (i, j) is taken by FFMA (book/models/ozaki.py's guard, operation for operation):
+// x = C' and every quantity in units of 2^-(sa + sb); sa_sum, sb_sum: the sums of the scaled
+// integers' magnitudes of row i and column j; code: the level_code of (|A||B|)'s lower bound.
+__device__ bool guard_flag(double x, double sa_sum, double sb_sum, int K, int p, unsigned code,
+                           float top_i, int sb) {
+    const double E = DMUL(DADD(DADD(sa_sum, sb_sum), (double)K), 0.5);
+    const double v = code ? ldexp(8.0 + (double)((code - 1) % 8), (int)(code - 1) / 8 - 3) : 0.0;
+    const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 24)), v);
+    if (DMUL(E, 16129.0) > limit || E > DMUL(0.00390625, fabs(x))) return true;
+    return !(DMUL((double)top_i, ldexp(DADD(sb_sum, DMUL((double)K, 0.5)), -sb)) < 8.507059173023462e37);  // (2^126)
+}
+#endif
 
 // C[i * ldc + j] = C'(i, j) 2^-(sa + sb), rounded to float32 (sa, sb: shift_of top[i] and
 // top[M + j]), C' rebuilt from its residues R[l * r_slice + i * N + j] (l < n) by the Chinese
@@ -210,7 +288,8 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
                   const double* __restrict__ K, const int* __restrict__ top, int p,
                   float* __restrict__ C, int ldc, const int* __restrict__ bad,
                   const float* __restrict__ A, long long ar, long long ac,
-                  const float* __restrict__ B, long long br, long long bc, int Kd) {
+                  const float* __restrict__ B, long long br, long long bc, int Kd,
+                  const unsigned long long* __restrict__ sums) {
     __shared__ double k[2 * 16 + 3];  // K, read once a block (not once an element)
     for (int t = threadIdx.x; t < 2 * n + 3; t += blockDim.x) k[t] = K[t];
     __syncthreads();
@@ -252,6 +331,13 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
         }
         const double c = rint(DMUL(DADD(hi[q], lo[q]), k[2 * n + 2]));
         const double x = DADD(fma(-c, k[2 * n], hi[q]), fma(-c, k[2 * n + 1], lo[q]));
+#if GUARD
+        if (guard_flag(x, (double)sums[i], (double)sums[M + j], Kd, p, R[n * r_slice + (long long)i * N + j],
+                       __int_as_float(top[i]), shift_of(top[M + j], p))) {
+            out[q] = ffma_chain(A, ar, ac, B, br, bc, i, j, Kd);
+            continue;
+        }
+#endif
         out[q] = (float)DMUL(x, pow2(-(sa + shift_of(top[M + j], p))));
     }
     float* to = C + (long long)i * ldc + j0;
@@ -264,6 +350,12 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
 // x[0 .. n - 1] = 0: the magnitudes' and flags' scratch, before ozaki_magnitudes (a launch, so
 // that a call's recorded launches zero it each time they are replayed). Block 256.
 extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 0;
+}
+
+// The guard's row and column sums zeroed before the residues pass adds to them. Block 256.
+extern "C" __global__ void ozaki_zero_sums(unsigned long long* __restrict__ x, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = 0;
 }

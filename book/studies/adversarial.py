@@ -102,10 +102,20 @@ def _sgemm_reference(A, B):
     return C
 
 
-def measure(shape=(1024, 1024, 2048), precisions=("ozaki", "fp32"), classes=None, seed=0) -> pd.DataFrame:
+GUARDED = "ozaki, guarded"
+"""The pseudo-precision of ``ozaki_sgemm(guard=True)``: the accuracy guard, not yet the default."""
+
+
+def _call(precision: str, A, B):
+    from ..blas import sgemm
+    from ..blas.ozaki import ozaki_sgemm
+    return ozaki_sgemm(A, B, guard=True) if precision == GUARDED else sgemm(A, B, precision=precision)
+
+
+def measure(shape=(1024, 1024, 2048), precisions=("ozaki", GUARDED, "fp32"), classes=None,
+            seed=0) -> pd.DataFrame:
     """One row per (class, precision): book.sgemm's errors (:func:`errors`) beside the SGEMM
     reference's on the same inputs (``sgemm_*`` columns) and their ratios."""
-    from ..blas import sgemm
     M, N, K = shape
     rows = []
     for name, make in (classes or CLASSES).items():
@@ -113,7 +123,7 @@ def measure(shape=(1024, 1024, 2048), precisions=("ozaki", "fp32"), classes=None
         ref = _sgemm_reference(A, B)
         base = errors(ref, A, B)
         for precision in precisions:
-            C = to_host(sgemm(to_device(A), to_device(B), precision=precision))
+            C = to_host(_call(precision, to_device(A), to_device(B)))
             got = errors(C, A, B, ref)
             rows.append({"class": name, "precision": precision, "M": M, "N": N, "K": K, **got,
                          **{f"sgemm_{k}": v for k, v in base.items()},
