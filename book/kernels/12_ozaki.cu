@@ -252,12 +252,17 @@ __device__ __forceinline__ double pow2(int s) {
 }
 
 #if GUARD
-// Row i of A times column j of B in float32 FMAs, k = 0 .. Kd - 1 in order (SGEMM's arithmetic).
+// Row i of A times column j of B in float32 FMAs (SGEMM's arithmetic): a chain over each 64 k's,
+// the chunks' sums added in order (the model's ffma_chunked: an error of about (64 + Kd / 64) u).
 __device__ float ffma_chain(const float* A, long long ar, long long ac, const float* B, long long br,
                             long long bc, int i, int j, int Kd) {
-    float sum = 0.0f;
-    for (int k = 0; k < Kd; ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
-    return sum;
+    float total = 0.0f;
+    for (int c = 0; c < Kd; c += 64) {
+        float sum = 0.0f;
+        for (int k = c; k < min(c + 64, Kd); ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
+        total = __fadd_rn(total, sum);
+    }
+    return total;
 }
 
 // Whether element (i, j) is taken by FFMA (book/models/ozaki.py's guard, operation for operation):
@@ -267,7 +272,7 @@ __device__ bool guard_flag(double x, double sa_sum, double sb_sum, int K, int p,
                            float top_i, int sb) {
     const double E = DMUL(DADD(DADD(sa_sum, sb_sum), (double)K), 0.5);
     const double v = code ? ldexp(8.0 + (double)((code - 1) % 8), (int)(code - 1) / 8 - 3) : 0.0;
-    const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 24)), v);
+    const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 26)), v);
     if (DMUL(E, 16129.0) > limit || E > DMUL(0.00390625, fabs(x))) return true;
     return !(DMUL((double)top_i, ldexp(DADD(sb_sum, DMUL((double)K, 0.5)), -sb)) < 8.507059173023462e37);  // (2^126)
 }

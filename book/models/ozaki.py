@@ -154,8 +154,8 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
       ``levels`` of A and B (one more INT8 product, exact in int32), kept as a ``level_code``
       byte, so L = level_value 2^(2p) / 127^2 (2^(p - sa) is the row's power of two).
 
-    Flagged: E 127^2 > sqrt(K) 2^-24 level_value 2^(2p) (an SGEMM's typical error, not its worst
-    K u), or E > GUARD_CANCEL |C'| (the sum cancelled), or a row's largest magnitude times a
+    Flagged: E 127^2 > sqrt(K) 2^-26 level_value 2^(2p) (a quarter of an SGEMM's typical error
+    sqrt(K) u, not its worst K u: cuBLAS's split sums are that good), or E > GUARD_CANCEL |C'| (the sum cancelled), or a row's largest magnitude times a
     column's sum of magnitudes from 2^126 (float32's partial sums may overflow); and every
     element of a row or column with Inf or NaN."""
     K = A.shape[1]
@@ -164,7 +164,7 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     SB = np.abs(scaled(B, sb, axis=0)).sum(0).astype(np.float64)
     E = (SA[:, None] + SB[None, :] + K) * 0.5
     code = level_code(levels(A, 1) @ levels(B, 0))
-    limit = np.sqrt(float(K)) * np.ldexp(1.0, 2 * p - 24) * level_value(code)
+    limit = np.sqrt(float(K)) * np.ldexp(1.0, 2 * p - 26) * level_value(code)
     top = np.where(np.isfinite(A), np.abs(A), 0).max(1).astype(np.float64)
     with np.errstate(over="ignore"):
         over = ~(top[:, None] * np.ldexp(SB[None, :] + K * 0.5, -sb[None, :]) < 2.0 ** 126)
@@ -173,15 +173,35 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     return flagged | bad
 
 
+GUARD_CHUNK = 64
+"""The guard's FMA chains run over chunks of this many k's, their sums added in order: an error
+of about (64 + K / 64) u, not a whole chain's K u (cuBLAS's split sums are as good)."""
+
+
+def ffma_chunked(A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Elements (rows[e], cols[e]) of A B as float32 FMA chains over GUARD_CHUNK k's each, the
+    chunks' sums added in order in float32 (the guard's fallback, as the kernel computes it)."""
+    total = np.zeros(len(rows), np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for c in range(0, A.shape[1], GUARD_CHUNK):
+            s = np.zeros(len(rows), np.float32)
+            for k in range(c, min(c + GUARD_CHUNK, A.shape[1])):
+                s = (A[rows, k].astype(np.float64) * B[k, cols] + s).astype(np.float32)
+            total = (total + s).astype(np.float32)
+    return total
+
+
 def guarded(A: np.ndarray, B: np.ndarray, n: int = 8) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`ozaki` with the elements :func:`guard` flags taken as a float32 FMA chain
-    (``ffma``, SGEMM's own arithmetic): (C, the mask)."""
+    """:func:`ozaki` with the elements :func:`guard` flags taken as float32 FMA chains
+    (``ffma_chunked``, SGEMM's own arithmetic; rows and columns with Inf or NaN as ``ozaki``
+    gives them): (C, the mask)."""
     A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
     C, Cp = ozaki(A, B, n, integers=True)
     mask = guard(A, B, Cp, bits(n, A.shape[1]))
-    rows, cols = np.nonzero(mask)
+    bad = ~np.isfinite(A).all(axis=1)[:, None] | ~np.isfinite(B).all(axis=0)[None, :]
+    rows, cols = np.nonzero(mask & ~bad)
     if len(rows):
-        C[rows, cols] = ffma(A, B, rows, cols)
+        C[rows, cols] = ffma_chunked(A, B, rows, cols)
     return C, mask
 
 
