@@ -272,7 +272,7 @@ __device__ bool guard_flag(double x, double sa_sum, double sb_sum, int K, int p,
                            float top_i, int sb) {
     const double E = DMUL(DADD(DADD(sa_sum, sb_sum), (double)K), 0.5);
     const double v = code ? ldexp(8.0 + (double)((code - 1) % 8), (int)(code - 1) / 8 - 3) : 0.0;
-    const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 26)), v);
+    const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 27)), v);
     if (DMUL(E, 16129.0) > limit || E > DMUL(0.00390625, fabs(x))) return true;
     return !(DMUL((double)top_i, ldexp(DADD(sb_sum, DMUL((double)K, 0.5)), -sb)) < 8.507059173023462e37);  // (2^126)
 }
