@@ -252,17 +252,17 @@ __device__ __forceinline__ double pow2(int s) {
 }
 
 #if GUARD
-// Row i of A times column j of B in float32 FMAs (SGEMM's arithmetic): a chain over each 64 k's,
-// the chunks' sums added in order (the model's ffma_chunked: an error of about (64 + Kd / 64) u).
+// Row i of A times column j of B in float32 FMAs (SGEMM's arithmetic): a chain over each 16 k's,
+// the chunks' sums added in float64 and rounded once (the model's ffma_chunked: about 16 u).
 __device__ float ffma_chain(const float* A, long long ar, long long ac, const float* B, long long br,
                             long long bc, int i, int j, int Kd) {
-    float total = 0.0f;
-    for (int c = 0; c < Kd; c += 64) {
+    double total = 0.0;
+    for (int c = 0; c < Kd; c += 16) {
         float sum = 0.0f;
-        for (int k = c; k < min(c + 64, Kd); ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
-        total = __fadd_rn(total, sum);
+        for (int k = c; k < min(c + 16, Kd); ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
+        total = DADD(total, (double)sum);
     }
-    return total;
+    return (float)total;
 }
 
 // Whether element (i, j) is taken by FFMA (book/models/ozaki.py's guard, operation for operation):
