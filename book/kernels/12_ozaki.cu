@@ -352,15 +352,13 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
         for (int q = 0; q < 4 && j0 + q < N; ++q) to[q] = out[q];
 }
 
-// x[0 .. n - 1] = 0: the magnitudes' and flags' scratch, before ozaki_magnitudes (a launch, so
-// that a call's recorded launches zero it each time they are replayed). Block 256.
-extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n) {
+// x[0 .. n - 1] = 0, the magnitudes' and flags' scratch, before ozaki_magnitudes, and s[0 .. ns - 1]
+// = 0, the guard's row and column sums (ns = 0 without it), before the residues pass adds to
+// them: a launch, so that a call's recorded launches zero them each time they are replayed.
+// Block 256, a thread an element of the longer.
+extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n, unsigned long long* __restrict__ s,
+                                      int ns) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = 0;
-}
-
-// The guard's row and column sums zeroed before the residues pass adds to them. Block 256.
-extern "C" __global__ void ozaki_zero_sums(unsigned long long* __restrict__ x, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] = 0;
+    if (i < ns) s[i] = 0;
 }

@@ -117,9 +117,7 @@ def level_code(s: np.ndarray) -> np.ndarray:
     """A sum s >= 0 of int32 as a byte that decodes to a lower bound (``level_value``): 0 for 0,
     else 1 + 8 e + m, e = floor(log2 s), m its next three bits (at most 248)."""
     s = np.asarray(s, np.int64)
-    e = np.where(s > 0, np.floor(np.log2(np.maximum(s, 1))).astype(np.int64), 0)
-    e = np.where((s >> e) == 0, e - 1, e)  # (log2 rounded up at a power of two, less one)
-    e = np.where(s >= (np.int64(1) << (e + 1)), e + 1, e)
+    e = np.frexp(s.astype(np.float64))[1].astype(np.int64) - 1  # (exact: s < 2^31)
     m = np.where(e >= 3, s >> np.maximum(e - 3, 0), s << np.maximum(3 - e, 0)) & 7
     return np.where(s > 0, 1 + 8 * e + m, 0).astype(np.uint8)
 

@@ -283,7 +283,7 @@ def with_recorded(df: pd.DataFrame, absent: dict) -> pd.DataFrame:
 def recorded_line(df: pd.DataFrame, absent: dict) -> str:
     """Which rows of ``df`` were recorded (on which GPU, when), and why this GPU did not run them:
     one clause per recording, each kernel with its need."""
-    here = df.attrs.get("here", df.device.iloc[0])
+    here = here_of(df)
     groups, counts = {}, set()
     for kernel, why in absent.items():
         rows = df[(df.kernel == kernel) & (df.status == "ok")]
@@ -299,10 +299,15 @@ def recorded_line(df: pd.DataFrame, absent: dict) -> str:
     return head + "; ".join(f"{where}: {'; '.join(kernels)}" for where, kernels in groups.items()) + "."
 
 
+def here_of(df: pd.DataFrame) -> str:
+    """The GPU whose comparison ``df`` is: the device of a live run (attrs 'here'), else that of
+    the recorded rows."""
+    return df.attrs.get("here", df.device.iloc[0])
+
+
 def measured_here(df: pd.DataFrame) -> pd.Series:
-    """Which rows of ``df`` are this GPU's (the device of a live run, else all)."""
-    here = df.attrs.get("here")
-    return df.device == here if here else pd.Series(True, index=df.index)
+    """Which rows of ``df`` are this GPU's (:func:`here_of`)."""
+    return df.device == here_of(df)
 
 
 PANELS = {"float32 FMAs": ["book_sgemm", "triton_fp32", "torch_fp32"],
@@ -324,7 +329,7 @@ def plot(df: pd.DataFrame):
 
     from ..harness.plots import STYLE, check_readable
     ok = df[df.status == "ok"]
-    here = df.attrs.get("here", df.device.iloc[0])
+    here = here_of(df)
     shapes = [s for s in SHORT if ((ok.M == s[0]) & (ok.N == s[1]) & (ok.K == s[2])).any()]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(2, 1, figsize=(6.8, 8.8), sharey=True)
@@ -429,7 +434,7 @@ def numbers(df: pd.DataFrame, n: int = 4096) -> dict:
     GPU's record (this one runs neither), which GPU measured them; '' where this one did. A
     kernel with no checked row gives NaN, so that every name the prose reads is glued."""
     ok = df[df.status == "ok"]
-    here = df.attrs.get("here", df.device.iloc[0])
+    here = here_of(df)
     at = at_ladder_size(df, n).set_index("kernel")
     large = ok[(ok.M >= 2048) & (ok.N >= 2048) & (ok.K >= 2048)]
     out = {"alt_device": results.short_name(here),

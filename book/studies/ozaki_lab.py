@@ -61,7 +61,7 @@ def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> p
     rounds, x cuBLAS and the error of each)."""
     book = {a.id: a for a in alternatives.ALTERNATIVES}  # (chapter 11's, run on the emulator too)
     specs = [ozaki(n) for n in ns] + [ozaki()] + [
-        replace(book["book_tf32x3"], chapter=10, gpu_only=False, min_cc=(9, 0)),
+        replace(book["book_tf32x3"], chapter=10, gpu_only=False),
         replace(book["book_sgemm"], chapter=9, gpu_only=False)]
     shapes = shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES)
     return alternatives.measure(shapes, rounds, specs).assign(
