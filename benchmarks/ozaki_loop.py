@@ -4,9 +4,11 @@ For each n^3 (and shapes nobody tuned), interleaved over ROUNDS rounds, each cal
   * gpu ms: the call's time on the GPU alone (``time_launch``: CUDA events around repeats);
   * loop ms: a loop of back-to-back calls, host included, one synchronize at the end, per call;
   * host us: wall time to issue ISSUED calls without waiting for the GPU, per call;
-the same for ozaki_sgemm(guard=True) (the accuracy guard, not yet the default; no replay), cuBLAS
-SGEMM (cupy.matmul) and precision='fp32', and the ratios x cuBLAS on the GPU
-clock and in the loop. ``--sustained S``: also a loop of S seconds at 4096^3 and 8192^3 with the
+the same for ozaki_sgemm(guard=False) (the row scaling alone, without precision='ozaki''s
+accuracy guard; no replay: its GPU time is the guard's cost), cuBLAS SGEMM (cupy.matmul) and
+precision='fp32', and the ratios x cuBLAS on the GPU clock and in the loop. Then the guard's cost
+on inputs that need nothing (uniform, normal, non-negative): GPU time with and without it, and
+the share of elements whose bits differ (those it took as FMA chains, or nearly). ``--sustained S``: also a loop of S seconds at 4096^3 and 8192^3 with the
 SM clock, power and what limits the clock (``device.clocks_while``), ozaki and cuBLAS in turn.
 
     python benchmarks/ozaki_loop.py [--sustained 3]
@@ -30,7 +32,7 @@ def calls(a, b, c):
     import cupy as cp
     from book.blas.ozaki import ozaki_sgemm
     return {"ozaki": lambda: book.sgemm(a, b, out=c, precision="ozaki"),
-            "ozaki guarded": lambda: ozaki_sgemm(a, b, out=c, guard=True),
+            "ozaki unguarded": lambda: ozaki_sgemm(a, b, out=c, guard=False),
             "fp32": lambda: book.sgemm(a, b, out=c),
             "cublas": lambda: cp.matmul(a, b, out=c)}
 
@@ -87,6 +89,39 @@ def measure(shapes=SHAPES, rounds: int = ROUNDS) -> pd.DataFrame:
     return df
 
 
+INPUTS = {"uniform": lambda rng, s: rng.uniform(-1, 1, s), "normal": lambda rng, s: rng.standard_normal(s),
+          "non-negative": lambda rng, s: rng.random(s)}
+
+
+def guard_cost(shapes=((2048,) * 3, (4096,) * 3, (8192,) * 3, (3000, 5000, 2000)),
+               rounds: int = ROUNDS) -> pd.DataFrame:
+    """For each input kind and shape: the GPU time of precision='ozaki' (guarded) and of the
+    scaling alone, interleaved over ``rounds``, and the share of elements they give differently."""
+    import cupy as cp
+    from book.blas.ozaki import ozaki_sgemm
+    rows = []
+    for kind, make in INPUTS.items():
+        for M, N, K in shapes:
+            rng = np.random.default_rng(M + K)
+            a = cp.asarray(make(rng, (M, K)).astype(np.float32))
+            b = cp.asarray(make(rng, (K, N)).astype(np.float32))
+            c, u = cp.empty((M, N), cp.float32), cp.empty((M, N), cp.float32)
+            guarded = lambda: book.sgemm(a, b, out=c, precision="ozaki")
+            alone = lambda: ozaki_sgemm(a, b, out=u, guard=False)
+            guarded(), alone()
+            differ = float((c != u).mean())
+            times = {"guarded": [], "alone": []}
+            for _ in range(rounds):
+                times["guarded"].append(time_launch(guarded)["time_ms"])
+                times["alone"].append(time_launch(alone)["time_ms"])
+            g, al = np.median(times["guarded"]), np.median(times["alone"])
+            rows.append({"input": kind, "M": M, "N": N, "K": K, "guarded ms": g, "alone ms": al,
+                         "cost %": 100 * (g / al - 1),
+                         "spread %": 100 * (max(times["alone"]) / min(times["alone"]) - 1),
+                         "differ %": 100 * differ})
+    return pd.DataFrame(rows)
+
+
 def sustained(seconds: float) -> pd.DataFrame:
     import cupy as cp
 
@@ -116,9 +151,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sustained", type=float, default=0.0)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--guard", action="store_true", help="only the guard's cost")
     args = parser.parse_args()
     pd.set_option("display.width", 250)
     print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
+    print(f"\nThe accuracy guard's cost, GPU time (medians of {args.rounds}):")
+    print(guard_cost(rounds=args.rounds).round(3).to_string(index=False))
+    if args.guard:
+        raise SystemExit
     print(measure(rounds=args.rounds).round(4).to_string())
     if args.sustained:
         print(f"\nSustained loops of {args.sustained:g} s (medians of two each):")

@@ -98,7 +98,8 @@ def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n, products):
     if M > 2:
         a[1] = 0.0      # a row of zeros
     out = to_device(np.full((M, N), np.nan, np.float32))
-    got = to_host(ozaki_sgemm(to_device(a), to_device(b), n, out=out, products=products))
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), n, out=out, products=products,
+                                guard=False))
     want = oz.ozaki(a, b, n)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (shape, n)
 
@@ -112,7 +113,7 @@ def test_the_wgmma_blocks_cover_c_in_groups_of_rows_of_tiles(monkeypatch):
         pytest.skip("wgmma: compute capability 9.0")
     monkeypatch.setattr(ozaki, "_sms", lambda: 5)
     a, b = random_inputs(1030, 520, 129, seed=3)
-    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 2, products="wgmma"))
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 2, products="wgmma", guard=False))
     assert np.array_equal(got.view(np.uint32), oz.ozaki(a, b, 2).view(np.uint32))
 
 
@@ -177,7 +178,7 @@ def test_inf_and_nan_come_out_as_sgemm_gives_them():
     b[5, 2] = 0.0
     a[7, 5] = np.inf  # Inf times B's zero at (5, 2): NaN in C[7, 2]
     want = oz.ozaki(a, b, 8)
-    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 8))
+    got = to_host(ozaki_sgemm(to_device(a), to_device(b), 8, guard=False))
     assert _same(got, want)
     assert np.isposinf(want[2, 0]) or np.isneginf(want[2, 0])
     assert np.isnan(want[4]).all() and not np.isfinite(want[6]).any() and np.isnan(want[7, 2])
@@ -258,12 +259,12 @@ def test_the_passes_are_clean_in_check_mode(monkeypatch):
     want = oz.ozaki(a, b, 4)
     for products in ("mma", "wgmma"):
         for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
-            assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products)), want)
+            assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products, guard=False)), want)
 
 
 @pytest.mark.parametrize("products", ["mma", "wgmma"])
 def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
-    """ozaki_sgemm(guard=True), 12_ozaki.cu built with GUARD: the same flags and the same bits as
+    """ozaki_sgemm (its default guard: 12_ozaki.cu built with GUARD): the same flags and the same bits as
     book.models.ozaki.guarded on every adversarial class (book.studies.adversarial), A read
     along k and B as a transpose too, odd sizes."""
     from book.studies.adversarial import CLASSES
@@ -275,7 +276,7 @@ def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
         a, b = make(37, 45, 300, np.random.default_rng(3))
         want, mask = oz.guarded(a, b)
         for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
-            got = to_host(ozaki_sgemm(to_device(a), B, products=products, guard=True))
+            got = to_host(ozaki_sgemm(to_device(a), B, products=products))
             assert _same(got, want), (name, products, mask.mean())
 
 

@@ -31,6 +31,10 @@ MODULI = (256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 
 about 8n bits. Symmetric residues of each fit an int8 (256's in -128 .. 127). The kernels hold
 the same list (``ozaki.cuh``'s ``modulus``)."""
 
+GUARD_ROW = 2.0 ** -27
+"""The accuracy guard's test of a row (``book.models.ozaki.guard``): its error bounds' sum of
+squares above (K GUARD_ROW)^2 times its values' is a row whose sums cancelled."""
+
 MAX_K = (1 << 31) // (128 * 128) - 1
 """The longest K whose int32 sums of int8 products cannot overflow: K 128^2 < 2^31."""
 
@@ -189,14 +193,15 @@ def _strided(X) -> tuple:
     return xp.ascontiguousarray(X), X.shape[1], 1
 
 
-def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto", guard: bool = False):
+def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto", guard: bool = True):
     """C = A B with ``n`` moduli (default ``moduli_for(K)``; see the module). A and B: float32,
     C- or F-contiguous (others are copied), on the backend's arrays (CuPy on a GPU, NumPy on the
     emulator); ``out``: a C-contiguous M x N float32 array to write, else a new one. Rows of A
     and columns of B that hold Inf or NaN give the elements of C cuBLAS SGEMM gives (float32
     FMAs). ``products``: the INT8 product kernel (``products_kernel``). ``guard``: the accuracy
-    guard (``book.models.ozaki.guard``; not yet the default: its cost is measured on a GPU first),
-    its flagged elements as float32 FMA chains. Raises for K of 2^17 or more."""
+    guard (``book.models.ozaki.guard``): the elements it flags as float32 FMA chains; without it
+    (``guard=False``, chapter 12's "before"), an entry far below its row's largest may lose all its
+    bits. Raises for K of 2^17 or more."""
     passes, C = ozaki_passes(A, B, n, out, products, guard=guard)
     for _, run in passes:
         run()
@@ -204,7 +209,7 @@ def ozaki_sgemm(A, B, n: int | None = None, out=None, products: str = "auto", gu
 
 
 def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
-                 strided: tuple | None = None, guard: bool = False) -> tuple:
+                 strided: tuple | None = None, guard: bool = True) -> tuple:
     """``ozaki_sgemm``'s work as its passes, each a function that launches it (again, where
     called again: chapter 12 times them one by one), in order: ([(name, run), ...], C). Its
     scratch memory is this stream's and thread's (``streams.buffer``), kept for the next call;
@@ -246,14 +251,16 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     g = int(guard)  # (the guard: one more slice each, the levels of |A| and |B| and their product)
     RA, RB = buffer("ozaki_ra", (n + g) * Mp * Kp, np.int8), buffer("ozaki_rb", (n + g) * Np * Kp, np.int8)
     R = buffer("ozaki_r", (n + g) * M * N, np.uint8)
-    sums = buffer("ozaki_sums", M + N, np.uint64)  # (the guard's: sum |A'| by row, |B'| by column)
+    # (the guard's: sum |A'| by row, |B'| by column; then, as float64, 3 sums per row of C)
+    sums = buffer("ozaki_sums", M + N + 3 * M, np.uint64)
+    stats = sums[M + N:].view(np.float64)
     i32, i64 = np.int32, np.int64
     # A's rows: element (i, k) at a[i ar + k ac]; B's columns as rows: (j, k) at b[k br + j bc]
     rows = ((a, M, ar, ac, 0, Mp, RA), (b, N, bc, br, M, Np, RB))
 
     def magnitudes():
         _kernel("ozaki_zero")((ceil_div(top.size, 256),), (256,),  # (top.size > M + N)
-                              (top, i32(top.size), sums, i32(M + N if guard else 0)))
+                              (top, i32(top.size), sums, i32(sums.size if guard else 0)))
         for X, r, xr, xc, first, _, _ in rows:
             grid = ((ceil_div(r, 8), ceil_div(K, 1024)) if xc == 1
                     else (ceil_div(r, 256), ceil_div(K, 64)))
@@ -270,10 +277,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
         args = (RA, RB, R, i32(M), i32(N), i32(Kp), i64(Mp * Kp), i64(Np * Kp), i64(M * N), moduli)
         if wgmma:
             kernel, smem = _wgmma_products()
-            blocks = min(n * (Mp // 128) * (Np // 256), _sms())
-            kernel((blocks,), (384,), args + (i32(n),), shared_mem=smem)
-            if guard:  # (the levels' product on mma.sync: slice n alone)
-                _kernel("ozaki_products", True)((Np // 16, Mp // 32, 1), (128,), args + (i32(n), i32(n)))
+            blocks = min((n + g) * (Mp // 128) * (Np // 256), _sms())
+            kernel((blocks,), (384,), args + (i32(n + g), i32(n)), shared_mem=smem)
         elif guard:
             _kernel("ozaki_products", True)((Np // 16, Mp // 32, n + 1), (128,), args + (i32(0), i32(n)))
         else:
@@ -282,7 +287,11 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     def reconstruct():
         _kernel("ozaki_reconstruct", guard)((M, ceil_div(N, 512)), (128,), (
             R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
-            i64(ar), i64(ac), b, i64(br), i64(bc), i32(K), sums))
+            i64(ar), i64(ac), b, i64(br), i64(bc), i32(K), sums, stats))
+        if guard:
+            _kernel("ozaki_fallback", True)((min(M, 4096),), (128,), (
+                a, i64(ar), i64(ac), b, i64(br), i64(bc), C, i32(N), i32(M), i32(N), i32(K),
+                R[n * M * N:], stats, np.float64((K * GUARD_ROW) ** 2), bad))
 
     return [("magnitudes", magnitudes), ("residues", residues), ("products", int8_products),
             ("reconstruct", reconstruct)], C

@@ -123,15 +123,6 @@ __device__ __forceinline__ void guard_row(const float* x, const float (&v1)[4], 
     if (inside && threadIdx.x % 32 == 0 && s) atomicAdd(sum, s);
     *reinterpret_cast<unsigned*>(level) = word;
 }
-
-// A sum s >= 0 as a byte that stands for a lower bound of it: 0, or 1 + 8 e + m with e =
-// floor(log2 s) and m its next three bits (the model's level_code).
-__device__ __forceinline__ unsigned char level_code(int s) {
-    if (s <= 0) return 0;
-    const int e = 31 - __clz(s);
-    const int m = (e >= 3 ? s >> (e - 3) : s << (3 - e)) & 7;
-    return (unsigned char)(1 + 8 * e + m);
-}
 #endif
 
 // The residues of the scaled rows: byte (i, k) of residue matrix l, at R[l * slice +
@@ -265,15 +256,14 @@ __device__ float ffma_chain(const float* A, long long ar, long long ac, const fl
     return (float)total;
 }
 
-// Whether element (i, j) is taken by FFMA (book/models/ozaki.py's guard, operation for operation):
-// x = C' and every quantity in units of 2^-(sa + sb); sa_sum, sb_sum: the sums of the scaled
-// integers' magnitudes of row i and column j; code: the level_code of (|A||B|)'s lower bound.
-__device__ bool guard_flag(double x, double sa_sum, double sb_sum, int K, int p, unsigned code,
-                           float top_i, int sb) {
-    const double E = DMUL(DADD(DADD(sa_sum, sb_sum), (double)K), 0.5);
+// Whether element (i, j) is taken by FFMA for its own sake (book/models/ozaki.py's guard, operation
+// for operation; the cancelled rows are ozaki_fallback's): E, the bound on the scaling's error, and
+// every quantity in units of 2^-(sa + sb); sb_sum: the sum of the scaled integers' magnitudes of
+// column j; code: the level_code of (|A||B|)'s lower bound.
+__device__ bool guard_flag(double E, double sb_sum, int K, int p, unsigned code, float top_i, int sb) {
     const double v = code ? ldexp(8.0 + (double)((code - 1) % 8), (int)(code - 1) / 8 - 3) : 0.0;
     const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 27)), v);
-    if (DMUL(E, 16129.0) > limit || E > DMUL(0.00390625, fabs(x))) return true;
+    if (DMUL(E, 16129.0) > limit) return true;
     return !(DMUL((double)top_i, ldexp(DADD(sb_sum, DMUL((double)K, 0.5)), -sb)) < 8.507059173023462e37);  // (2^126)
 }
 #endif
@@ -286,20 +276,28 @@ __device__ bool guard_flag(double x, double sa_sum, double sb_sum, int K, int p,
 // Where row i of A (bad[i]) or column j of B (bad[M + j]) holds Inf or NaN, the element is A's
 // row times B's column in float32 FMAs, k = 0 .. Kd - 1 in order (as cuBLAS SGEMM gives them):
 // A(i, k) = A[i * ar + k * ac], B(k, j) = B[k * br + j * bc].
+// With GUARD: the levels' slice n of R becomes each element's flag (guard_flag), and
+// stats[3 i .. 3 i + 2] gain row i's sums of squares of the bounds E and of C (in float64, each
+// element times its unit 2^-(sa + sb)) and its count of flags, for ozaki_fallback.
 // A thread 4 adjacent elements of a row (4 bytes of each residue matrix at once where N % 4 == 0,
 // all loaded before the sums start, and a 16-byte store where C's row allows it): block 128, grid (M, CEIL_DIV(N, 512)).
 extern "C" __global__ void __launch_bounds__(128)
-ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r_slice, int n,
+ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice, int n,
                   const double* __restrict__ K, const int* __restrict__ top, int p,
                   float* __restrict__ C, int ldc, const int* __restrict__ bad,
                   const float* __restrict__ A, long long ar, long long ac,
                   const float* __restrict__ B, long long br, long long bc, int Kd,
-                  const unsigned long long* __restrict__ sums) {
+                  const unsigned long long* __restrict__ sums, double* __restrict__ stats) {
     __shared__ double k[2 * 16 + 3];  // K, read once a block (not once an element)
     for (int t = threadIdx.x; t < 2 * n + 3; t += blockDim.x) k[t] = K[t];
     __syncthreads();
     const int i = blockIdx.x, j0 = (blockIdx.y * 128 + threadIdx.x) * 4;
+#if GUARD
+    double e2 = 0.0, c2 = 0.0, count = 0.0;  // (the row's sums; every thread to the block's sum)
+#else
     if (j0 >= N) return;
+#endif
+    if (j0 < N) {
     const long long e = (long long)i * N + j0;
     const bool whole = j0 + 4 <= N, words = whole && N % 4 == 0;
     unsigned word[16];  // 4 residues a modulus, loaded all before any is used
@@ -332,24 +330,52 @@ ozaki_reconstruct(const unsigned char* __restrict__ R, int M, int N, long long r
             float sum = 0.0f;
             for (int k = 0; k < Kd; ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
             out[q] = sum;
+#if GUARD
+            if (j0 + q < N) R[n * r_slice + e + q] = 0;  // (not ozaki_fallback's)
+#endif
             continue;
         }
         const double c = rint(DMUL(DADD(hi[q], lo[q]), k[2 * n + 2]));
         const double x = DADD(fma(-c, k[2 * n], hi[q]), fma(-c, k[2 * n + 1], lo[q]));
+        const double unit = pow2(-(sa + shift_of(top[M + j], p)));
+        out[q] = (float)DMUL(x, unit);
 #if GUARD
-        if (guard_flag(x, (double)sums[i], (double)sums[M + j], Kd, p, R[n * r_slice + (long long)i * N + j],
-                       __int_as_float(top[i]), shift_of(top[M + j], p))) {
-            out[q] = ffma_chain(A, ar, ac, B, br, bc, i, j, Kd);
-            continue;
+        if (j0 + q < N) {  // the row's sums of squares, and the element's own flag for ozaki_fallback
+            const double E = DMUL(DADD(DADD((double)sums[i], (double)sums[M + j]), (double)Kd), 0.5);
+            const double eu = DMUL(E, unit), cu = DMUL(x, unit);
+            e2 = DADD(e2, DMUL(eu, eu));
+            c2 = DADD(c2, DMUL(cu, cu));
+            const bool flag = guard_flag(E, (double)sums[M + j], Kd, p, R[n * r_slice + e + q],
+                                         __int_as_float(top[i]), shift_of(top[M + j], p));
+            R[n * r_slice + e + q] = flag;
+            count += flag;
         }
 #endif
-        out[q] = (float)DMUL(x, pow2(-(sa + shift_of(top[M + j], p))));
     }
     float* to = C + (long long)i * ldc + j0;
     if (whole && reinterpret_cast<unsigned long long>(to) % 16 == 0)
         *reinterpret_cast<float4*>(to) = make_float4(out[0], out[1], out[2], out[3]);
     else
         for (int q = 0; q < 4 && j0 + q < N; ++q) to[q] = out[q];
+    }
+#if GUARD
+    __shared__ double part[3][4];  // the block's sums: warp by warp, then its first thread adds them
+    for (int o = 16; o > 0; o /= 2) {
+        e2 += __shfl_xor_sync(0xffffffffu, e2, o);
+        c2 += __shfl_xor_sync(0xffffffffu, c2, o);
+        count += __shfl_xor_sync(0xffffffffu, count, o);
+    }
+    if (threadIdx.x % 32 == 0) {
+        part[0][threadIdx.x / 32] = e2;
+        part[1][threadIdx.x / 32] = c2;
+        part[2][threadIdx.x / 32] = count;
+    }
+    __syncthreads();
+    if (threadIdx.x < 3) {
+        const double* v = part[threadIdx.x];
+        atomicAdd(&stats[3 * i + threadIdx.x], v[0] + v[1] + v[2] + v[3]);
+    }
+#endif
 }
 
 // x[0 .. n - 1] = 0, the magnitudes' and flags' scratch, before ozaki_magnitudes, and s[0 .. ns - 1]
@@ -361,4 +387,26 @@ extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n, unsigned long 
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = 0;
     if (i < ns) s[i] = 0;
+}
+
+// The guard's fallback (book/models/ozaki.py's guarded): the elements of C that ozaki_reconstruct
+// flagged (a byte each, `flags`: M x N) and every element of a row whose sums cancelled -- stats[3 i]
+// (its bounds' sum of squares) above limit2 (GUARD_ROW^2 K^2) times stats[3 i + 1] (its values') --
+// as float32 FMA chains (ffma_chain), the rows and columns with Inf or NaN (bad) left as they are.
+// stats[3 i + 2]: row i's flagged elements. A block a row at a time, its threads along the row (a
+// row with nothing to do costs a read of its sums); block 128, any grid. Without GUARD: nothing.
+extern "C" __global__ void __launch_bounds__(128)
+ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const float* __restrict__ B,
+               long long br, long long bc, float* __restrict__ C, int ldc, int M, int N, int Kd,
+               const unsigned char* __restrict__ flags, const double* __restrict__ stats,
+               double limit2, const int* __restrict__ bad) {
+#if GUARD
+    for (int i = blockIdx.x; i < M; i += gridDim.x) {
+        const bool row = stats[3 * i] > limit2 * stats[3 * i + 1] && !bad[i];
+        if (!row && stats[3 * i + 2] == 0.0) continue;
+        for (int j = threadIdx.x; j < N; j += blockDim.x)
+            if (flags[(long long)i * N + j] || (row && !bad[M + j]))
+                C[(long long)i * ldc + j] = ffma_chain(A, ar, ac, B, br, bc, i, j, Kd);
+    }
+#endif
 }

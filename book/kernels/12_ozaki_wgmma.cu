@@ -81,9 +81,12 @@ inline void fence_int_registers(int (&)[128]) {}
 
 // v mod M for a constant modulus M: v + M 2^23 is non-negative (|v| <= K (M/2 + 1)^2 < M 2^23 for
 // K <= MAX_K) and congruent to v, so its unsigned remainder by M -- a multiply and shifts -- is
-// the residue. M = 0: the modulus m at run time (ozaki.cuh's mod_of, inv = 1 / m).
+// the residue. M = 0: the modulus m at run time (ozaki.cuh's mod_of, inv = 1 / m). M = LEVELS:
+// the accuracy guard's slice of levels, whose sum is kept as its level_code (ozaki.cuh).
+#define LEVELS (-1)
 template <int M> __device__ __forceinline__ unsigned residue(int v, int m, float inv) {
     if constexpr (M > 0) return ((unsigned)v + ((unsigned)M << 23)) % (unsigned)M;
+    else if constexpr (M == LEVELS) return level_code(v);
     else return (unsigned)mod_of(v, m, inv);
 }
 
@@ -101,7 +104,8 @@ __device__ __forceinline__ void stage_mod(const int (&acc)[128], unsigned char* 
     }
 }
 
-// R[l * r_slice + i * N + j] = (RA_l RB_l^T)(i, j) mod m_l for every modulus l < n: the tiles of
+// R[l * r_slice + i * N + j] = (RA_l RB_l^T)(i, j) mod m_l for every modulus l < plain, and for
+// plain <= l < n (the accuracy guard's slice of levels; plain = n without it) as its level_code: the tiles of
 // 128 x 256 of C, modulus by modulus, taken by the blocks in turn (tile blockIdx.x, then
 // blockIdx.x + gridDim.x, ...: a block per SM, so that the copies of a block's next tile are
 // on their way while it finishes this one). RA_l, RB_l: Mp and Np rows of Kp int8 in records
@@ -109,7 +113,8 @@ __device__ __forceinline__ void stage_mod(const int (&acc)[128], unsigned char* 
 extern "C" __global__ void __launch_bounds__(384, 1)
 ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __restrict__ RB,
                      unsigned char* __restrict__ R, int M, int N, int Kp, long long a_slice,
-                     long long b_slice, long long r_slice, const int* __restrict__ moduli, int n) {
+                     long long b_slice, long long r_slice, const int* __restrict__ moduli, int n,
+                     int plain) {
     extern __shared__ __align__(16) unsigned char raw[];
     unsigned char* stages = align_1024(raw);
     __shared__ unsigned long long full[STAGES], empty[STAGES];
@@ -173,7 +178,8 @@ ozaki_products_wgmma(const signed char* __restrict__ RA, const signed char* __re
         // through the warp's own 16 rows of shared memory (`mine`), so that a warp's stores to R
         // are 128 adjacent bytes, not single bytes 8 rows apart
         unsigned char* mine = stages + STAGES * STAGE_BYTES + (wg * 4 + w) * 16 * EPI_PITCH;
-        switch (l) {  // (the modulus a constant in each: a remainder by it is a multiply)
+        if (l >= plain) stage_mod<LEVELS>(acc, mine, g, tq);
+        else switch (l) {  // (the modulus a constant in each: a remainder by it is a multiply)
         case 0: stage_mod<modulus(0)>(acc, mine, g, tq); break;
         case 1: stage_mod<modulus(1)>(acc, mine, g, tq); break;
         case 2: stage_mod<modulus(2)>(acc, mine, g, tq); break;

@@ -30,4 +30,13 @@ __device__ __forceinline__ int mod_of(int v, int m, float inv) {
     return r < 0 ? r + m : r >= m ? r - m : r;
 }
 
+// The accuracy guard's (GUARD): a sum s >= 0 as a byte that stands for a lower bound of it: 0, or
+// 1 + 8 e + m with e = floor(log2 s) and m its next three bits (book/models/ozaki.py's level_code).
+__device__ __forceinline__ unsigned char level_code(int s) {
+    if (s <= 0) return 0;
+    const int e = 31 - __clz(s);
+    const int m = (e >= 3 ? s >> (e - 3) : s << (3 - e)) & 7;
+    return (unsigned char)(1 + 8 * e + m);
+}
+
 #endif

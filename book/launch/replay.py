@@ -79,7 +79,7 @@ class Recording:
         for fn, grid, block, args, shared in self.launches:
             slots = {}
             for i, a in enumerate(args):
-                if isinstance(a, (np.int32, np.float32, np.int64, np.uint32)):
+                if isinstance(a, (np.int32, np.float32, np.int64, np.uint32, np.float64)):
                     continue
                 if not hasattr(a, "shape"):  # (an address as an int: whose, unknown)
                     return None
@@ -173,6 +173,8 @@ def _step(fn, grid, block, args: list, shared: int, slots: dict):
             values.append(ctypes.c_int64(int(a)))
         elif isinstance(a, np.float32):
             values.append(ctypes.c_float(float(a)))
+        elif isinstance(a, np.float64):
+            values.append(ctypes.c_double(float(a)))
         else:
             values.append(ctypes.c_void_p(a.data.ptr))
     params = (ctypes.c_void_p * max(len(values), 1))(

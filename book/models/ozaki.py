@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blas.ozaki import MAX_K, MODULI, Constants, bits, constants  # noqa: F401 (the model's too)
+from ..blas.ozaki import GUARD_ROW, MAX_K, MODULI, Constants, bits, constants  # noqa: F401 (the model's too)
 
 
 def shifts(X: np.ndarray, p: int, axis: int) -> np.ndarray:
@@ -108,11 +108,6 @@ def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8, integers: bool = False):
 GUARD_LEVELS = 127
 """The guard's magnitudes: |x| as a whole number 0 .. 127 of its row's (column's) power of two,
 rounded down (an int8, for one more INT8 product)."""
-GUARD_CANCEL = 2.0 ** -8
-"""An element whose error bound exceeds this share of its own value is taken another way: the
-row's sum cancelled (what a worst row of SGEMM keeps and the scaling loses)."""
-
-
 def level_code(s: np.ndarray) -> np.ndarray:
     """A sum s >= 0 of int32 as a byte that decodes to a lower bound (``level_value``): 0 for 0,
     else 1 + 8 e + m, e = floor(log2 s), m its next three bits (at most 248)."""
@@ -154,9 +149,11 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
 
     Flagged: E 127^2 > sqrt(K) 2^-27 level_value 2^(2p) (an eighth of an SGEMM's typical error
     sqrt(K) u, not its worst K u: on the H200 a quarter left spread rows at 2.1x cuBLAS's error),
-    or E > GUARD_CANCEL |C'| (the sum cancelled), or a row's largest magnitude times a column's
-    sum of magnitudes from 2^126 (float32's partial sums may overflow); and every element of a
-    row or column with Inf or NaN."""
+    or a row's largest magnitude times a column's sum of magnitudes from 2^126 (float32's partial
+    sums may overflow); every element of a row whose bounds E exceed K GUARD_ROW times its values
+    C' in the sum of squares over the row (in float64 units: 2^-(sa + sb) each; the row's sum
+    cancelled: per row, not per element, as an element near 0 by chance is not a cancelled row);
+    and every element of a row or column with Inf or NaN (whose elements the sums leave out)."""
     K = A.shape[1]
     sa, sb = shifts(A, p, axis=1), shifts(B, p, axis=0)
     SA = np.abs(scaled(A, sa, axis=1)).sum(1).astype(np.float64)
@@ -167,9 +164,12 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     top = np.where(np.isfinite(A), np.abs(A), 0).max(1).astype(np.float64)
     with np.errstate(over="ignore"):
         over = ~(top[:, None] * np.ldexp(SB[None, :] + K * 0.5, -sb[None, :]) < 2.0 ** 126)
-    flagged = (E * GUARD_LEVELS ** 2 > limit) | (E > GUARD_CANCEL * np.abs(Cp)) | over
     bad = ~np.isfinite(A).all(axis=1)[:, None] | ~np.isfinite(B).all(axis=0)[None, :]
-    return flagged | bad
+    unit = np.ldexp(1.0, -(sa[:, None] + sb[None, :]))
+    e2 = np.where(bad, 0.0, (E * unit) ** 2).sum(1)
+    c2 = np.where(bad, 0.0, (Cp * unit) ** 2).sum(1)
+    cancelled = e2 > (K * GUARD_ROW) ** 2 * c2
+    return (E * GUARD_LEVELS ** 2 > limit) | over | cancelled[:, None] | bad
 
 
 GUARD_CHUNK = 16

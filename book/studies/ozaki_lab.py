@@ -46,13 +46,14 @@ def _stamp() -> dict:
 
 
 def ozaki(n: int | None = None) -> Alternative:
-    """``ozaki_sgemm`` with ``n`` moduli (None: ``precision='ozaki'``'s own choice) as a
+    """``ozaki_sgemm`` with ``n`` moduli, the scheme alone (None: ``precision='ozaki'``, its
+    moduli and its accuracy guard) as a
     pseudo-kernel of ``sweep``; checked against TF32's tolerance, so that too few moduli are
     timed too (their error is in the row)."""
     return Alternative(f"ozaki_n{n}" if n else "ozaki", f"Ozaki II, {n} moduli" if n else
                        "book.sgemm, precision='ozaki'", "the book", "ozaki", chapter=12,
                        tolerance=TF32_TOLERANCE, gpu_only=False, min_cc=MIN_CC,
-                       run=lambda A, B, C: ozaki_sgemm(A, B, n, out=C))
+                       run=lambda A, B, C: ozaki_sgemm(A, B, n, out=C, guard=not n))
 
 
 def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> pd.DataFrame:
@@ -146,8 +147,8 @@ def families(M: int | None = None, N: int | None = None, K: int = 4096) -> pd.Da
     M = M or (2048 if BACKEND == "gpu" else 32)
     return magnitudes(M, N or M, K if BACKEND == "gpu" else 64, families={
         **MAGNITUDE_FAMILIES, SPREAD_FAMILY: SPREADS}, runs={
-        "ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7),
-        "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8), "book_sgemm": lambda A, B: sgemm(A, B),
+        "ozaki": lambda A, B: ozaki_sgemm(A, B), "ozaki_n7": lambda A, B: ozaki_sgemm(A, B, 7, guard=False),
+        "ozaki_n8": lambda A, B: ozaki_sgemm(A, B, 8, guard=False), "book_sgemm": lambda A, B: sgemm(A, B),
         "cublas": lambda A, B: xp.matmul(A, B)})
 
 
