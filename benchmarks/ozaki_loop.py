@@ -157,6 +157,10 @@ if __name__ == "__main__":
     print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     print(f"\nThe accuracy guard's cost, GPU time (medians of {args.rounds}):")
     print(guard_cost(rounds=args.rounds).round(3).to_string(index=False))
+    from book.studies.ozaki_lab import passes
+    both = pd.concat([passes([(n,) * 3 for n in (2048, 4096, 8192)], guard=g) for g in (False, True)])
+    print("\nThe passes with and without the guard (ms, GPU time):")
+    print(both.pivot_table(index=["M", "pass"], columns="guard", values="time_ms", sort=False).round(3))
     if args.guard:
         raise SystemExit
     print(measure(rounds=args.rounds).round(4).to_string())

@@ -280,6 +280,23 @@ def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
             assert _same(got, want), (name, products, mask.mean())
 
 
+def test_the_guard_starts_afresh_at_each_call():
+    """The guard's sums (by row of A, column of B, and row of C) are zeroed at every call, the
+    replayed ones included: a call after one whose every row cancelled (so flagged whole) gives
+    the guarded model's bits on plain inputs, as a first call does, and the other way round."""
+    from book.studies.adversarial import CLASSES
+    if device_cc() < (8, 0):
+        pytest.skip("precision='ozaki' needs compute capability 8.0")
+    M, N, K = 200, 8, 100  # (the sums of C's rows past the flags' and magnitudes' zeroing)
+    cancel = CLASSES["cancellation"](M, N, K, np.random.default_rng(5))
+    plain = CLASSES["uniform"](M, N, K, np.random.default_rng(6))
+    out = to_device(np.zeros((M, N), np.float32))
+    for a, b in (cancel, plain, plain, cancel, plain):
+        want, mask = oz.guarded(a, b)
+        sgemm(to_device(a), to_device(b), out=out, precision="ozaki")
+        assert _same(to_host(out), want), mask.mean()
+
+
 @pytest.mark.sweep  # (its own builds: make test-sweep)
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
 def test_the_guarded_passes_are_clean_in_check_mode(monkeypatch):

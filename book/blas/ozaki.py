@@ -259,7 +259,7 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     rows = ((a, M, ar, ac, 0, Mp, RA), (b, N, bc, br, M, Np, RB))
 
     def magnitudes():
-        _kernel("ozaki_zero")((ceil_div(top.size, 256),), (256,),  # (top.size > M + N)
+        _kernel("ozaki_zero")((ceil_div(max(top.size, sums.size), 256),), (256,),
                               (top, i32(top.size), sums, i32(sums.size if guard else 0)))
         for X, r, xr, xc, first, _, _ in rows:
             grid = ((ceil_div(r, 8), ceil_div(K, 1024)) if xc == 1

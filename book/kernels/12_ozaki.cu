@@ -116,7 +116,7 @@ __device__ __forceinline__ void guard_row(const float* x, const float (&v1)[4], 
     for (int q = 0; q < 4; ++q) {
         s += (unsigned long long)fabsf(fmaf(v1[q], 32768.0f, v0[q]));
         const float a = fabsf(x[q]);
-        const double l = a <= 3.402823466e38f ? floor(127.0 * ldexp((double)a, -e)) : 0.0;
+        const double l = a <= 3.402823466e38f ? floor(127.0 * ((double)a * pow2(-e))) : 0.0;
         word |= (unsigned)l << (8 * q);
     }
     for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -237,10 +237,6 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
     }
 }
 
-// 2^s as a float64, for -1022 <= s <= 1023 (exact: a product by it only moves the exponent).
-__device__ __forceinline__ double pow2(int s) {
-    return __longlong_as_double((long long)(s + 1023) << 52);
-}
 
 #if GUARD
 // Row i of A times column j of B in float32 FMAs (SGEMM's arithmetic): a chain over each 16 k's,
@@ -259,12 +255,13 @@ __device__ float ffma_chain(const float* A, long long ar, long long ac, const fl
 // Whether element (i, j) is taken by FFMA for its own sake (book/models/ozaki.py's guard, operation
 // for operation; the cancelled rows are ozaki_fallback's): E, the bound on the scaling's error, and
 // every quantity in units of 2^-(sa + sb); sb_sum: the sum of the scaled integers' magnitudes of
-// column j; code: the level_code of (|A||B|)'s lower bound.
-__device__ bool guard_flag(double E, double sb_sum, int K, int p, unsigned code, float top_i, int sb) {
-    const double v = code ? ldexp(8.0 + (double)((code - 1) % 8), (int)(code - 1) / 8 - 3) : 0.0;
-    const double limit = DMUL(DMUL(sqrt((double)K), ldexp(1.0, 2 * p - 27)), v);
-    if (DMUL(E, 16129.0) > limit) return true;
-    return !(DMUL((double)top_i, ldexp(DADD(sb_sum, DMUL((double)K, 0.5)), -sb)) < 8.507059173023462e37);  // (2^126)
+// column j; code: the level_code of (|A||B|)'s lower bound; limit: sqrt(K) 2^(2p - 27); half_k:
+// K / 2. (Each product by a power of two, pow2, is exact: the model's ldexp.)
+__device__ __forceinline__ bool guard_flag(double E, double sb_sum, double limit, unsigned code,
+                                           float top_i, int sb, double half_k) {
+    const double v = code ? (8.0 + (double)((code - 1) % 8)) * pow2((int)(code - 1) / 8 - 3) : 0.0;
+    if (DMUL(E, 16129.0) > DMUL(limit, v)) return true;
+    return !(DMUL((double)top_i, DADD(sb_sum, half_k) * pow2(-sb)) < 8.507059173023462e37);  // (2^126)
 }
 #endif
 
@@ -294,6 +291,7 @@ ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice
     const int i = blockIdx.x, j0 = (blockIdx.y * 128 + threadIdx.x) * 4;
 #if GUARD
     double e2 = 0.0, c2 = 0.0, count = 0.0;  // (the row's sums; every thread to the block's sum)
+    const double limit = DMUL(sqrt((double)Kd), pow2(2 * p - 27));
 #else
     if (j0 >= N) return;
 #endif
@@ -345,8 +343,8 @@ ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice
             const double eu = DMUL(E, unit), cu = DMUL(x, unit);
             e2 = DADD(e2, DMUL(eu, eu));
             c2 = DADD(c2, DMUL(cu, cu));
-            const bool flag = guard_flag(E, (double)sums[M + j], Kd, p, R[n * r_slice + e + q],
-                                         __int_as_float(top[i]), shift_of(top[M + j], p));
+            const bool flag = guard_flag(E, (double)sums[M + j], limit, R[n * r_slice + e + q],
+                                         __int_as_float(top[i]), shift_of(top[M + j], p), 0.5 * Kd);
             R[n * r_slice + e + q] = flag;
             count += flag;
         }

@@ -30,6 +30,11 @@ __device__ __forceinline__ int mod_of(int v, int m, float inv) {
     return r < 0 ? r + m : r >= m ? r - m : r;
 }
 
+// 2^s as a float64, for -1022 <= s <= 1023 (exact: a product by it only moves the exponent).
+__device__ __forceinline__ double pow2(int s) {
+    return __longlong_as_double((long long)(s + 1023) << 52);
+}
+
 // The accuracy guard's (GUARD): a sum s >= 0 as a byte that stands for a lower bound of it: 0, or
 // 1 + 8 e + m with e = floor(log2 s) and m its next three bits (book/models/ozaki.py's level_code).
 __device__ __forceinline__ unsigned char level_code(int s) {

@@ -71,14 +71,16 @@ def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> p
         **_stamp())
 
 
-def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
+def passes(shapes=None, n: int | None = None, guard: bool = True) -> pd.DataFrame:
     """Where a call's time goes: each of ``ozaki_passes``'s four passes timed alone (after a
     check of the whole call against float64), the whole call, and cuBLAS SGEMM on the same
-    inputs; one row per (shape, pass), with its share of the call."""
+    inputs; one row per (shape, pass), with its share of the call. ``guard``: with the accuracy
+    guard (precision='ozaki''s), whose levels' product is one more INT8 product (int8_tops counts
+    it), or the scaling alone."""
     rows = []
     for M, N, K in shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES):
         A, B = (to_device(x) for x in random_inputs(M, N, K, seed=M + N + K))
-        steps, C = ozaki_passes(A, B, n)
+        steps, C = ozaki_passes(A, B, n, guard=guard)
         for _, run in steps:
             run()
         error = relative_error_xp(C, A.astype(xp.float64) @ B.astype(xp.float64))
@@ -89,9 +91,9 @@ def passes(shapes=None, n: int | None = None) -> pd.DataFrame:
         times["cuBLAS SGEMM"] = time_launch(lambda: xp.matmul(A, B))["time_ms"]
         moduli_used = n or moduli_for(K)
         for name, ms in times.items():
-            rows.append({"M": M, "N": N, "K": K, "moduli": moduli_used, "pass": name,
+            rows.append({"M": M, "N": N, "K": K, "moduli": moduli_used, "guard": guard, "pass": name,
                          "time_ms": ms, "of_call": ms / times["the call"], "rel_error": error,
-                         "int8_tops": (2e-9 * moduli_used * M * N * K / ms
+                         "int8_tops": (2e-9 * (moduli_used + guard) * M * N * K / ms
                                        if name == "products" else np.nan),
                          **_stamp()})
     return pd.DataFrame(rows)
