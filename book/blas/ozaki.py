@@ -289,7 +289,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
             R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
             i64(ar), i64(ac), b, i64(br), i64(bc), i32(K), sums, stats))
         if guard:
-            _kernel("ozaki_fallback", True)((min(M, 4096),), (128,), (
+            # (a row at a time, 16 blocks along it: a cancelled row is a product of a row of A
+            # by B, in 128 x 16 chains at once)
+            _kernel("ozaki_fallback", True)((min(M, 1024), min(ceil_div(N, 128), 16)), (128,), (
                 a, i64(ar), i64(ac), b, i64(br), i64(bc), C, i32(N), i32(M), i32(N), i32(K),
                 R[n * M * N:], stats, np.float64((K * GUARD_ROW) ** 2), bad))
 

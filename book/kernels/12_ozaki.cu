@@ -391,8 +391,9 @@ extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n, unsigned long 
 // flagged (a byte each, `flags`: M x N) and every element of a row whose sums cancelled -- stats[3 i]
 // (its bounds' sum of squares) above limit2 (GUARD_ROW^2 K^2) times stats[3 i + 1] (its values') --
 // as float32 FMA chains (ffma_chain), the rows and columns with Inf or NaN (bad) left as they are.
-// stats[3 i + 2]: row i's flagged elements. A block a row at a time, its threads along the row (a
-// row with nothing to do costs a read of its sums); block 128, any grid. Without GUARD: nothing.
+// stats[3 i + 2]: row i's flagged elements. A block a row at a time, blockIdx.y's share of its
+// columns (a row with nothing to do costs a read of its sums); block 128, any grid. Without
+// GUARD: nothing.
 extern "C" __global__ void __launch_bounds__(128)
 ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const float* __restrict__ B,
                long long br, long long bc, float* __restrict__ C, int ldc, int M, int N, int Kd,
@@ -402,7 +403,7 @@ ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const fl
     for (int i = blockIdx.x; i < M; i += gridDim.x) {
         const bool row = stats[3 * i] > limit2 * stats[3 * i + 1] && !bad[i];
         if (!row && stats[3 * i + 2] == 0.0) continue;
-        for (int j = threadIdx.x; j < N; j += blockDim.x)
+        for (int j = blockIdx.y * blockDim.x + threadIdx.x; j < N; j += gridDim.y * blockDim.x)
             if (flags[(long long)i * N + j] || (row && !bad[M + j]))
                 C[(long long)i * ldc + j] = ffma_chain(A, ar, ac, B, br, bc, i, j, Kd);
     }
