@@ -133,6 +133,49 @@ def measure(shape=(1024, 1024, 2048), precisions=(UNGUARDED, "ozaki", "fp32"), c
     return pd.DataFrame(rows)
 
 
+ADVERSARIAL_FILE = "12_adversarial"
+SHAPE_GPU, SHAPE_CPU = (1024, 1024, 2048), (40, 32, 96)
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """``measure``'s rows as chapter 12 shows them: a row per class, SGEMM's componentwise error,
+    and the scaling alone's and precision='ozaki''s (with its guard) as multiples of SGEMM's,
+    componentwise and in the worst row."""
+    def x(precision, col):
+        return df[df.precision == precision].set_index("class")[col]
+    return pd.DataFrame({
+        "SGEMM's error, componentwise": x("ozaki", "sgemm_componentwise"),
+        "scaling alone, x SGEMM": x(UNGUARDED, "x_componentwise"),
+        "scaling alone, worst row x SGEMM": x(UNGUARDED, "x_worst_row"),
+        "with the guard, x SGEMM": x("ozaki", "x_componentwise"),
+        "with the guard, worst row x SGEMM": x("ozaki", "x_worst_row")})
+
+
+def plot_kept_bits(p: int = 25, p7: int = 21):
+    """What the row scaling keeps of an entry 2^-d times its row's largest: p - d of its bits, at
+    most float32's 24, none from d = p on (it rounds to 0), for 8 moduli's p and 7's; an SGEMM
+    keeps all 24 of every entry."""
+    import matplotlib.pyplot as plt
+
+    from ..harness.plots import STYLE, check_readable
+    d = np.arange(0, 49)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.8, 3.6))
+        ax.plot(d, np.full(d.shape, 24), color="0.4", lw=2, label="an SGEMM: every entry whole")
+        for q, color in ((p, "C0"), (p7, "C1")):
+            ax.plot(d, np.clip(q - d, 0, 24), color=color, lw=2,
+                    label=f"row scaling, p = {q} ({8 if q == p else 7} moduli at K = 2048)")
+        ax.axvspan(p, 48, color="C3", alpha=0.08)
+        ax.text(p + 1, 8, "rounds to 0:\nits bits are lost", color="C3", fontsize=11, va="center")
+        ax.set_xlabel("how far below its row's largest entry (binades, d)")
+        ax.set_ylabel("bits of the entry kept")
+        ax.set_xlim(0, 48)
+        ax.set_ylim(0, 36)
+        ax.legend(loc="upper right")
+        plt.close(fig)
+    return check_readable(fig)
+
+
 if __name__ == "__main__":
     pd.set_option("display.width", 250)
     for shape in ((1024, 1024, 2048), (256, 256, 4096)):

@@ -40,7 +40,7 @@ and the emulator's size."""
 MODULI_TRIED = (6, 7, 8, 9)
 
 
-def _stamp() -> dict:
+def stamp() -> dict:
     """This GPU's name and today's date, as every row of these studies carries them."""
     return {"device": device_report()["name"], "date": time.strftime("%Y-%m-%d")}
 
@@ -68,7 +68,7 @@ def moduli(shapes=None, ns=MODULI_TRIED, rounds: int = alternatives.ROUNDS) -> p
     return alternatives.measure(shapes, rounds, specs).assign(
         moduli=lambda d: [int(k[7:]) if k.startswith("ozaki_n") else
                           moduli_for(K) if k == "ozaki" else 0 for k, K in zip(d.kernel, d.K)],
-        **_stamp())
+        **stamp())
 
 
 def passes(shapes=None, n: int | None = None, guard: bool = True) -> pd.DataFrame:
@@ -95,7 +95,7 @@ def passes(shapes=None, n: int | None = None, guard: bool = True) -> pd.DataFram
                          "time_ms": ms, "of_call": ms / times["the call"], "rel_error": error,
                          "int8_tops": (2e-9 * (moduli_used + guard) * M * N * K / ms
                                        if name == "products" else np.nan),
-                         **_stamp()})
+                         **stamp()})
     return pd.DataFrame(rows)
 
 
@@ -105,7 +105,7 @@ def int8_ceiling(sizes=(4096, 8192), iters: int | None = None) -> pd.DataFrame:
     and cuBLASLt's INT8 GEMM (PyTorch's ``torch._int_mm``: int8 in, int32 out) at n^3. A row
     each; status says where PyTorch, wgmma or a GPU is missing."""
     from ..blas.ozaki import _wgmma_peak
-    row = _stamp()
+    row = stamp()
     rows = []
     peak = {**row, "what": "wgmma m64n256k32, operands in shared memory", "n": np.nan}
     if device_cc() == (9, 0):
