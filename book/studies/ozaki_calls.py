@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..harness.measure import time_launch
+from .ozaki_lab import stamp
 
 LOOP_FILE, GUARD_FILE, SUSTAINED_FILE = "12_loop", "12_guard", "12_sustained"
 LOOP_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000),
@@ -110,7 +111,7 @@ def loop(shapes=LOOP_SHAPES, rounds: int = ROUNDS, products: bool = False) -> pd
     base = df.xs("cublas", level="call")
     for col in ("gpu_ms", "loop_ms"):
         df[f"x_cublas_{col[:-3]}"] = [base.loc[i[:3], col] / v for i, v in df[col].items()]
-    return df.reset_index()
+    return df.reset_index().assign(**stamp())
 
 
 def guard_cost(shapes=GUARD_SHAPES, rounds: int = ROUNDS) -> pd.DataFrame:
@@ -144,7 +145,7 @@ def guard_cost(shapes=GUARD_SHAPES, rounds: int = ROUNDS) -> pd.DataFrame:
                          "cost_pct": 100 * (g / al - 1),
                          "spread_pct": 100 * (max(times["alone"]) / min(times["alone"]) - 1),
                          "differ_pct": 100 * differ})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(**stamp())
 
 
 def sustained(seconds: float = 3.0, sizes=(4096, 8192)) -> pd.DataFrame:
@@ -169,4 +170,4 @@ def sustained(seconds: float = 3.0, sizes=(4096, 8192)) -> pd.DataFrame:
     cublas = df[df.call == "cublas"].set_index("n").ms
     df["x_cublas"] = [cublas[n] / ms if call == "ozaki" else np.nan
                       for n, call, ms in zip(df.n, df.call, df.ms)]
-    return df
+    return df.assign(**stamp())
