@@ -246,8 +246,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     Kp, Mp, Np = 128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 256 * ceil_div(N, 256)
     # the largest magnitude of A's rows, then B's columns; then the flags of rows of A and
     # columns of B with Inf or NaN, and whether any
-    top = buffer("ozaki_top", 2 * (M + N) + 1, np.int32)
-    bad = top[M + N:]
+    # (then, for the guard, its count of rows to take another way and their list: ozaki_rows)
+    top = buffer("ozaki_top", 2 * (M + N) + 2 + M, np.int32)
+    bad, listed = top[M + N:], top[2 * (M + N) + 1:]
     g = int(guard)  # (the guard: one more slice each, the levels of |A| and |B| and their product)
     RA, RB = buffer("ozaki_ra", (n + g) * Mp * Kp, np.int8), buffer("ozaki_rb", (n + g) * Np * Kp, np.int8)
     R = buffer("ozaki_r", (n + g) * M * N, np.uint8)
@@ -288,12 +289,12 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
         _kernel("ozaki_reconstruct", guard)((M, ceil_div(N, 512)), (128,), (
             R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
             i64(ar), i64(ac), b, i64(br), i64(bc), i32(K), sums, stats))
-        if guard:
-            # (a row at a time, 16 blocks along it: a cancelled row is a product of a row of A
-            # by B, in 128 x 16 chains at once)
-            _kernel("ozaki_fallback", True)((min(M, 1024), min(ceil_div(N, 128), 16)), (128,), (
+        if guard:  # (the rows to take another way, listed; then their elements, in tiles)
+            _kernel("ozaki_rows", True)((ceil_div(M, 256),), (256,), (
+                stats, np.float64((K * GUARD_ROW) ** 2), bad, i32(M), listed))
+            _kernel("ozaki_fallback", True)((ceil_div(M, 64), ceil_div(N, 64)), (16, 16), (
                 a, i64(ar), i64(ac), b, i64(br), i64(bc), C, i32(N), i32(M), i32(N), i32(K),
-                R[n * M * N:], stats, np.float64((K * GUARD_ROW) ** 2), bad))
+                R[n * M * N:], listed, bad))
 
     return [("magnitudes", magnitudes), ("residues", residues), ("products", int8_products),
             ("reconstruct", reconstruct)], C

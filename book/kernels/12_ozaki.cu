@@ -387,25 +387,76 @@ extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n, unsigned long 
     if (i < ns) s[i] = 0;
 }
 
-// The guard's fallback (book/models/ozaki.py's guarded): the elements of C that ozaki_reconstruct
-// flagged (a byte each, `flags`: M x N) and every element of a row whose sums cancelled -- stats[3 i]
-// (its bounds' sum of squares) above limit2 (GUARD_ROW^2 K^2) times stats[3 i + 1] (its values') --
-// as float32 FMA chains (ffma_chain), the rows and columns with Inf or NaN (bad) left as they are.
-// stats[3 i + 2]: row i's flagged elements. A block a row at a time, blockIdx.y's share of its
-// columns (a row with nothing to do costs a read of its sums); block 128, any grid. Without
-// GUARD: nothing.
-extern "C" __global__ void __launch_bounds__(128)
+// The guard's rows (book/models/ozaki.py's guard), once ozaki_reconstruct has summed them: each row
+// i of C (no Inf or NaN in A's row, bad[i] = 0) whose bounds' sum of squares, stats[3 i], exceeds
+// limit2 (GUARD_ROW^2 K^2) times its values', stats[3 i + 1] (its sums cancelled: the whole row is
+// taken another way), or with an element flagged (stats[3 i + 2] > 0), is added to `rows`: rows[0]
+// counts them, rows[1 ..] holds i for a row of flagged elements, -1 - i for a whole row, in any
+// order. Block 256, a thread a row; rows[0] = 0 before.
+extern "C" __global__ void ozaki_rows(const double* __restrict__ stats, double limit2,
+                                      const int* __restrict__ bad, int M, int* __restrict__ rows) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= M || bad[i]) return;
+    const bool whole = stats[3 * i] > limit2 * stats[3 * i + 1];
+    if (whole || stats[3 * i + 2] > 0.0) rows[1 + atomicAdd(&rows[0], 1)] = whole ? -1 - i : i;
+}
+
+// The guard's fallback (book/models/ozaki.py's guarded): in the rows ozaki_rows listed, the
+// elements ozaki_reconstruct flagged (a byte each, `flags`: M x N) or all of a whole row, as
+// float32 FMA chains over 16 k's, their sums added in float64 and rounded once (the model's
+// ffma_chunked, in its order), the columns of B with Inf or NaN (bad[M + j]) left as they are.
+// A tile of 64 listed rows x 64 columns a block, as chapter 5's tiles: 16 k's of A's rows and of
+// B's columns in shared memory at a time, a thread 4 rows x 4 columns (rows ty + 16 q, columns
+// tx + 16 c). Block (16, 16), grid (CEIL_DIV(M, 64), CEIL_DIV(N, 64)): a block past the listed
+// rows returns at once, so that inputs that need nothing cost a launch. Without GUARD: nothing.
+extern "C" __global__ void __launch_bounds__(256)
 ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const float* __restrict__ B,
                long long br, long long bc, float* __restrict__ C, int ldc, int M, int N, int Kd,
-               const unsigned char* __restrict__ flags, const double* __restrict__ stats,
-               double limit2, const int* __restrict__ bad) {
+               const unsigned char* __restrict__ flags, const int* __restrict__ rows,
+               const int* __restrict__ bad) {
 #if GUARD
-    for (int i = blockIdx.x; i < M; i += gridDim.x) {
-        const bool row = stats[3 * i] > limit2 * stats[3 * i + 1] && !bad[i];
-        if (!row && stats[3 * i + 2] == 0.0) continue;
-        for (int j = blockIdx.y * blockDim.x + threadIdx.x; j < N; j += gridDim.y * blockDim.x)
-            if (flags[(long long)i * N + j] || (row && !bad[M + j]))
-                C[(long long)i * ldc + j] = ffma_chain(A, ar, ac, B, br, bc, i, j, Kd);
+    const int listed = rows[0], first = blockIdx.x * 64, col0 = blockIdx.y * 64;
+    if (first >= listed) return;
+    __shared__ float As[64][17], Bs[16][64];
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
+    int row[4];
+    bool whole[4];
+    for (int q = 0; q < 4; ++q) {
+        const int at = first + ty + 16 * q, code = at < listed ? rows[1 + at] : 0;
+        row[q] = at < listed ? (code < 0 ? -1 - code : code) : -1;
+        whole[q] = at < listed && code < 0;
+    }
+    float sum[4][4];
+    double total[4][4];
+    for (int q = 0; q < 4; ++q)
+        for (int c = 0; c < 4; ++c) total[q][c] = 0.0;
+    for (int k0 = 0; k0 < Kd; k0 += 16) {
+        for (int e = t; e < 64 * 16; e += 256) {  // A's 64 listed rows, B's 64 columns, 16 k's
+            const int r = e / 16, kk = e % 16, at = first + r, k = k0 + kk;
+            int i = -1;
+            if (at < listed) i = rows[1 + at] < 0 ? -1 - rows[1 + at] : rows[1 + at];
+            As[r][kk] = i >= 0 && k < Kd ? A[i * ar + k * ac] : 0.0f;
+            const int kb = e / 64, j = col0 + e % 64;
+            Bs[kb][e % 64] = k0 + kb < Kd && j < N ? B[(k0 + kb) * br + j * bc] : 0.0f;
+        }
+        __syncthreads();
+        for (int q = 0; q < 4; ++q)
+            for (int c = 0; c < 4; ++c) sum[q][c] = 0.0f;
+        const int ks = min(16, Kd - k0);
+        for (int kk = 0; kk < ks; ++kk)
+            for (int q = 0; q < 4; ++q)
+                for (int c = 0; c < 4; ++c) sum[q][c] = fmaf(As[ty + 16 * q][kk], Bs[kk][tx + 16 * c], sum[q][c]);
+        for (int q = 0; q < 4; ++q)
+            for (int c = 0; c < 4; ++c) total[q][c] = DADD(total[q][c], (double)sum[q][c]);
+        __syncthreads();
+    }
+    for (int q = 0; q < 4; ++q) {
+        if (row[q] < 0) continue;
+        for (int c = 0; c < 4; ++c) {
+            const int j = col0 + tx + 16 * c;
+            if (j < N && !bad[M + j] && (whole[q] || flags[(long long)row[q] * N + j]))
+                C[(long long)row[q] * ldc + j] = (float)total[q][c];
+        }
     }
 #endif
 }

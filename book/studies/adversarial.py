@@ -61,7 +61,21 @@ def subnormal(M, N, K, rng):
     return (a * np.float32(2.0 ** -70)).astype(np.float32), (b * np.float32(2.0 ** -70)).astype(np.float32)
 
 
-CLASSES = {"uniform": _uniform, "spread 24": spread(24), "spread 32": spread(32),
+def heavy_tails(M, N, K, rng):
+    """Student's t with 3 degrees of freedom: most entries near 1, a few of 10-100 in every row
+    (as weights and activations often are), so that a row's typical entries sit binades below its
+    largest."""
+    return (rng.standard_t(3, (M, K)).astype(np.float32), rng.standard_t(3, (K, N)).astype(np.float32))
+
+
+def lognormal(M, N, K, rng):
+    """|x| lognormal with sigma 2 (a spread of many binades, smoothly), random signs."""
+    def make(shape):
+        return (rng.lognormal(0.0, 2.0, shape) * rng.choice([-1.0, 1.0], shape)).astype(np.float32)
+    return make((M, K)), make((K, N))
+
+
+CLASSES = {"uniform": _uniform, "heavy tails (t, 3)": heavy_tails, "lognormal": lognormal, "spread 24": spread(24), "spread 32": spread(32),
            "spread 48": spread(48), "huge 2^40, zero partner": huge_zero_partner(2.0 ** 40),
            "1e6 feature, zero partner": huge_zero_partner(1e6), "cancellation": cancellation,
            "near overflow": near_overflow, "subnormal": subnormal}

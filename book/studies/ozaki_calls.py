@@ -22,8 +22,10 @@ LOOP_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000
 GUARD_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
 ROUNDS, ISSUED = 3, 100
 INPUTS = {"uniform": lambda rng, s: rng.uniform(-1, 1, s), "normal": lambda rng, s: rng.standard_normal(s),
-          "non-negative": lambda rng, s: rng.random(s)}
-"""Inputs that need nothing of the guard: what its cost is measured on."""
+          "non-negative": lambda rng, s: rng.random(s),
+          "heavy tails (t, 3)": lambda rng, s: rng.standard_t(3, s)}
+"""Inputs that need nothing of the guard, what its cost is measured on; and heavy-tailed ones, whose
+rows keep too few bits of their typical entries, where it acts."""
 
 
 def calls(a, b, c, products: bool = False) -> dict:
