@@ -46,7 +46,7 @@ def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str 
     M <= TF32X3_AREG_MAX_N < N the transpose C^T = B^T A^T the same way (B split in
     registers); it reads C-contiguous copies of A and B where they are views.
     ``precision='ozaki'``: ``ozaki.ozaki_sgemm`` with the fewest moduli that keep its error
-    below an SGEMM's (``ozaki.OZAKI_MODULI``: 8), K < 2^17.
+    below an SGEMM's (``ozaki.OZAKI_MODULI``: 9, with its accuracy guard), K < 2^17.
     Safe on concurrent
     streams and threads: each (stream, thread) keeps its own scratch memory (``launch.streams``;
     ``streams.release()`` frees it), so calls in flight together never share a workspace."""

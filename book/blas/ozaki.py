@@ -98,12 +98,14 @@ MOST_MODULI = 10
 to MAX_K, so more would buy nothing; and up to ten, every product of the reconstruction is exact
 in float64 (the kernel fuses them into FMAs and still gives the model's bits)."""
 
-OZAKI_MODULI = 8
-"""``precision='ozaki'``'s moduli, at every K up to MAX_K. Seven are enough where a row's elements
-share a scale (chapter 10's families, results/<gpu>/12_families.csv) but not where they span
-many binades (``tf32_lab.SPREAD_FAMILY``): the integers keep p bits of a row's largest element,
-fewer of its small ones. Eight kept the error below an SGEMM's (cuBLAS's on the GPU; a float32
-FMA chain's in the model, K from 64 to 131071) on both."""
+OZAKI_MODULI = 9
+"""``precision='ozaki'``'s moduli, at every K up to MAX_K. Seven are enough for the normwise error
+where a row's elements share a scale (chapter 10's families, results/<gpu>/12_families.csv), eight
+where they span many binades (``tf32_lab.SPREAD_FAMILY``): the integers keep p bits of a row's
+largest element, fewer of its small ones. The ninth gives the accuracy guard (``guard``) four bits
+of room: with eight (p = 24 or 25 at K of 2048 to 8192), its test of each element passed normal
+inputs by less than a bit and flagged 0.4-0.8% of their elements (the model, 192 x 192, K = 2048
+and 8192), Student's t with 5 degrees of freedom 86-100%; with nine, none of either."""
 
 
 def moduli_for(K: int) -> int:
@@ -248,7 +250,7 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     # columns of B with Inf or NaN, and whether any
     # (then, for the guard, its count of rows to take another way and their list: ozaki_rows)
     top = buffer("ozaki_top", 2 * (M + N) + 2 + M, np.int32)
-    bad, listed = top[M + N:], top[2 * (M + N) + 1:]
+    bad, listed = top[M + N:2 * (M + N) + 1], top[2 * (M + N) + 1:]
     g = int(guard)  # (the guard: one more slice each, the levels of |A| and |B| and their product)
     RA, RB = buffer("ozaki_ra", (n + g) * Mp * Kp, np.int8), buffer("ozaki_rb", (n + g) * Np * Kp, np.int8)
     R = buffer("ozaki_r", (n + g) * M * N, np.uint8)
@@ -259,9 +261,12 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     # A's rows: element (i, k) at a[i ar + k ac]; B's columns as rows: (j, k) at b[k br + j bc]
     rows = ((a, M, ar, ac, 0, Mp, RA), (b, N, bc, br, M, Np, RB))
 
+    def zero(x, s=None):  # (each pass zeroes what it adds to: it may run again alone)
+        _kernel("ozaki_zero")((ceil_div(max(x.size, 0 if s is None else s.size), 256),), (256,),
+                              (x, i32(x.size), sums if s is None else s, i32(0 if s is None else s.size)))
+
     def magnitudes():
-        _kernel("ozaki_zero")((ceil_div(max(top.size, sums.size), 256),), (256,),
-                              (top, i32(top.size), sums, i32(sums.size if guard else 0)))
+        zero(top[:2 * (M + N) + 1])
         for X, r, xr, xc, first, _, _ in rows:
             grid = ((ceil_div(r, 8), ceil_div(K, 1024)) if xc == 1
                     else (ceil_div(r, 256), ceil_div(K, 64)))
@@ -269,6 +274,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
                 X, i32(r), i32(K), i64(xr), i64(xc), top, bad, i32(first), i32(M + N)))
 
     def residues():
+        if guard:
+            zero(listed[:1], sums[:M + N])
         for X, r, xr, xc, first, pad, RX in rows:
             _kernel("ozaki_residues", guard)((Kp // 128, pad // 32), (32, 8), (
                 X, i32(r), i32(K), i64(xr), i64(xc), top, i32(first), i32(p), i32(n),
@@ -286,6 +293,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
             _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args + (i32(0), i32(n)))
 
     def reconstruct():
+        if guard:
+            zero(listed[:1], sums[M + N:])
         _kernel("ozaki_reconstruct", guard)((M, ceil_div(N, 512)), (128,), (
             R, i32(M), i32(N), i64(M * N), i32(n), table, top, i32(p), C, i32(N), bad, a,
             i64(ar), i64(ac), b, i64(br), i64(bc), i32(K), sums, stats))

@@ -376,10 +376,11 @@ ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice
 #endif
 }
 
-// x[0 .. n - 1] = 0, the magnitudes' and flags' scratch, before ozaki_magnitudes, and s[0 .. ns - 1]
-// = 0, the guard's row and column sums (ns = 0 without it), before the residues pass adds to
-// them: a launch, so that a call's recorded launches zero them each time they are replayed.
-// Block 256, a thread an element of the longer.
+// x[0 .. n - 1] = 0 and s[0 .. ns - 1] = 0: what a pass adds to, zeroed by a launch at its start
+// (book/blas/ozaki.py), so that a call's recorded launches zero it each time they are replayed and
+// a pass timed alone starts afresh each time: the magnitudes and flags before ozaki_magnitudes;
+// with the guard, its row and column sums before the residues, its sums by row of C and its count
+// of listed rows before the reconstruction. Block 256, a thread an element of the longer.
 extern "C" __global__ void ozaki_zero(int* __restrict__ x, int n, unsigned long long* __restrict__ s,
                                       int ns) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blas.ozaki import GUARD_ROW, MAX_K, MODULI, Constants, bits, constants  # noqa: F401 (the model's too)
+from ..blas.ozaki import (GUARD_ROW, MAX_K, MODULI, OZAKI_MODULI, Constants, bits,  # noqa: F401
+                          constants)  # (the model's too)
 
 
 def shifts(X: np.ndarray, p: int, axis: int) -> np.ndarray:
@@ -81,7 +82,7 @@ def ffma(A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np
     return s
 
 
-def ozaki(A: np.ndarray, B: np.ndarray, n: int = 8, integers: bool = False):
+def ozaki(A: np.ndarray, B: np.ndarray, n: int = OZAKI_MODULI, integers: bool = False):
     """C = A B (float32) by the Ozaki scheme II with the first ``n`` moduli, step by step as
     ``12_ozaki.cu`` computes it; the elements in a row of A or a column of B that holds Inf or
     NaN as a float32 FMA chain (``ffma``), as cuBLAS SGEMM gives them. ``integers``: return
@@ -192,7 +193,7 @@ def ffma_chunked(A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarra
     return total.astype(np.float32)
 
 
-def guarded(A: np.ndarray, B: np.ndarray, n: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def guarded(A: np.ndarray, B: np.ndarray, n: int = OZAKI_MODULI) -> tuple[np.ndarray, np.ndarray]:
     """:func:`ozaki` with the elements :func:`guard` flags taken as float32 FMA chains
     (``ffma_chunked``, SGEMM's own arithmetic; rows and columns with Inf or NaN as ``ozaki``
     gives them): (C, the mask)."""

@@ -165,20 +165,22 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         "with the guard, worst row x SGEMM": x("ozaki", "x_worst_row")})
 
 
-def plot_kept_bits(p: int = 25, p7: int = 21):
+def plot_kept_bits(ns=(9, 8), K: int = 2048):
     """What the row scaling keeps of an entry 2^-d times its row's largest: p - d of its bits, at
-    most float32's 24, none from d = p on (it rounds to 0), for 8 moduli's p and 7's; an SGEMM
-    keeps all 24 of every entry."""
+    most float32's 24, none from d = p on (it rounds to 0), for the p of each number of moduli in
+    ``ns`` at this K; an SGEMM keeps all 24 of every entry."""
     import matplotlib.pyplot as plt
 
+    from ..blas.ozaki import bits
     from ..harness.plots import STYLE, check_readable
     d = np.arange(0, 49)
+    p = bits(ns[0], K)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.8, 3.6))
         ax.plot(d, np.full(d.shape, 24), color="0.4", lw=2, label="an SGEMM: every entry whole")
-        for q, color in ((p, "C0"), (p7, "C1")):
-            ax.plot(d, np.clip(q - d, 0, 24), color=color, lw=2,
-                    label=f"row scaling, p = {q} ({8 if q == p else 7} moduli at K = 2048)")
+        for n, color in zip(ns, ("C0", "C1", "C2")):
+            ax.plot(d, np.clip(bits(n, K) - d, 0, 24), color=color, lw=2,
+                    label=f"row scaling, p = {bits(n, K)} ({n} moduli at K = {K})")
         ax.axvspan(p, 48, color="C3", alpha=0.08)
         ax.text(p + 1, 8, "rounds to 0:\nits bits are lost", color="C3", fontsize=11, va="center")
         ax.set_xlabel("how far below its row's largest entry (binades, d)")
