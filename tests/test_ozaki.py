@@ -297,6 +297,21 @@ def test_the_guard_starts_afresh_at_each_call():
         assert _same(to_host(out), want), mask.mean()
 
 
+def test_each_pass_run_again_alone_gives_the_same_bits():
+    """Chapter 12 times each pass alone, again and again: each zeroes what it adds to and keeps
+    what the next reads (the guard's flags apart from its levels), so the call's result holds."""
+    if device_cc() < (8, 0):
+        pytest.skip("precision='ozaki' needs compute capability 8.0")
+    a, b = random_inputs(40, 36, 200, seed=8)
+    passes, C = ozaki.ozaki_passes(to_device(a), to_device(b))
+    for _, run in passes:
+        run()
+    first = to_host(C).copy()
+    for _, run in passes[1:] + passes[3:]:
+        run()
+    assert _same(to_host(C), first)
+
+
 @pytest.mark.sweep  # (its own builds: make test-sweep)
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
 def test_the_guarded_passes_are_clean_in_check_mode(monkeypatch):

@@ -253,7 +253,7 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     bad, listed = top[M + N:2 * (M + N) + 1], top[2 * (M + N) + 1:]
     g = int(guard)  # (the guard: one more slice each, the levels of |A| and |B| and their product)
     RA, RB = buffer("ozaki_ra", (n + g) * Mp * Kp, np.int8), buffer("ozaki_rb", (n + g) * Np * Kp, np.int8)
-    R = buffer("ozaki_r", (n + g) * M * N, np.uint8)
+    R = buffer("ozaki_r", (n + 2 * g) * M * N, np.uint8)  # (the guard's: its levels, its flags)
     # (the guard's: sum |A'| by row, |B'| by column; then, as float64, 3 sums per row of C)
     sums = buffer("ozaki_sums", M + N + 3 * M, np.uint64)
     stats = sums[M + N:].view(np.float64)
@@ -303,7 +303,7 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
                 stats, np.float64((K * GUARD_ROW) ** 2), bad, i32(M), listed))
             _kernel("ozaki_fallback", True)((ceil_div(M, 64), ceil_div(N, 64)), (16, 16), (
                 a, i64(ar), i64(ac), b, i64(br), i64(bc), C, i32(N), i32(M), i32(N), i32(K),
-                R[n * M * N:], listed, bad))
+                R[(n + 1) * M * N:], listed, bad))
 
     return [("magnitudes", magnitudes), ("residues", residues), ("products", int8_products),
             ("reconstruct", reconstruct)], C

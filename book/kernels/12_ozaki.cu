@@ -273,7 +273,8 @@ __device__ __forceinline__ bool guard_flag(double E, double sb_sum, double limit
 // Where row i of A (bad[i]) or column j of B (bad[M + j]) holds Inf or NaN, the element is A's
 // row times B's column in float32 FMAs, k = 0 .. Kd - 1 in order (as cuBLAS SGEMM gives them):
 // A(i, k) = A[i * ar + k * ac], B(k, j) = B[k * br + j * bc].
-// With GUARD: the levels' slice n of R becomes each element's flag (guard_flag), and
+// With GUARD: slice n + 1 of R gets each element's flag (guard_flag, from the levels of slice n:
+// a slice of its own, so that the pass may run again alone), and
 // stats[3 i .. 3 i + 2] gain row i's sums of squares of the bounds E and of C (in float64, each
 // element times its unit 2^-(sa + sb)) and its count of flags, for ozaki_fallback.
 // A thread 4 adjacent elements of a row (4 bytes of each residue matrix at once where N % 4 == 0,
@@ -329,7 +330,7 @@ ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice
             for (int k = 0; k < Kd; ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
             out[q] = sum;
 #if GUARD
-            if (j0 + q < N) R[n * r_slice + e + q] = 0;  // (not ozaki_fallback's)
+            if (j0 + q < N) R[(n + 1) * r_slice + e + q] = 0;  // (not ozaki_fallback's)
 #endif
             continue;
         }
@@ -345,7 +346,7 @@ ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice
             c2 = DADD(c2, DMUL(cu, cu));
             const bool flag = guard_flag(E, (double)sums[M + j], limit, R[n * r_slice + e + q],
                                          __int_as_float(top[i]), shift_of(top[M + j], p), 0.5 * Kd);
-            R[n * r_slice + e + q] = flag;
+            R[(n + 1) * r_slice + e + q] = flag;
             count += flag;
         }
 #endif

@@ -20,7 +20,9 @@ LOOP_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000
                (777, 4100, 6000)]
 """The issue's squares and two shapes nobody tuned."""
 GUARD_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (3000, 5000, 2000)]
-ROUNDS, ISSUED = 3, 100
+ROUNDS, ISSUED = 3, 20
+"""Rounds of each study; calls ``host_us`` issues (few: 100 calls of a dozen launches fill the
+GPU's queue, and then the host waits for it)."""
 INPUTS = {"uniform": lambda rng, s: rng.uniform(-1, 1, s), "normal": lambda rng, s: rng.standard_normal(s),
           "non-negative": lambda rng, s: rng.random(s),
           "heavy tails (t, 3)": lambda rng, s: rng.standard_t(3, s)}
