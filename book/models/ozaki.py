@@ -260,7 +260,7 @@ def flow(n: int = 7, K: int = 4096):
               "$P = m_1 \\cdots m_{%d} \\approx 2^{%.1f}$" % (n, 2 * p, n, np.log2(float(c.product)))),
              ("unscale", "$C = C' \\cdot 2^{-(sa_i + sb_j)}$, rounded once to float32")]
     with plt.rc_context(STYLE):
-        fig = plt.figure(figsize=(6.8, 7.4))
+        fig = plt.figure(figsize=(6.8, 6.4))
         ax = fig.add_axes((0.01, 0.01, 0.98, 0.98))
         ax.set_xlim(0, 1)
         ax.set_ylim(len(steps), 0)

@@ -176,7 +176,7 @@ def plot_kept_bits(ns=(9, 8), K: int = 2048):
     d = np.arange(0, 49)
     p = bits(ns[0], K)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.8, 3.6))
+        fig, ax = plt.subplots(figsize=(6.8, 3.1))
         ax.plot(d, np.full(d.shape, 24), color="0.4", lw=2, label="an SGEMM: every entry whole")
         for n, color in zip(ns, ("C0", "C1", "C2")):
             ax.plot(d, np.clip(bits(n, K) - d, 0, 24), color=color, lw=2,
