@@ -165,6 +165,13 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         "with the guard, worst row x SGEMM": x("ozaki", "x_worst_row")})
 
 
+def formatted(table: pd.DataFrame) -> pd.DataFrame:
+    """``summary``'s table as the chapter prints it: each multiple of SGEMM's error to three
+    significant digits (1.59e+06, 0.0796), SGEMM's own error to two."""
+    return pd.DataFrame({c: [f"{v:.2g}" if c.startswith("SGEMM") else f"{v:.3g}" for v in table[c]]
+                         for c in table.columns}, index=table.index)
+
+
 def plot_kept_bits(ns=(9, 8), K: int = 2048):
     """What the row scaling keeps of an entry 2^-d times its row's largest: p - d of its bits, at
     most float32's 24, none from d = p on (it rounds to 0), for the p of each number of moduli in
