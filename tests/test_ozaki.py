@@ -83,7 +83,7 @@ def test_more_moduli_more_accuracy_until_float32_s_last_rounding():
 SHAPES = [(37, 30, 41), (70, 5, 200), (1, 1, 1), (33, 17, 65), (5, 70, 31)]
 
 
-@pytest.mark.parametrize("products", ["mma", "wgmma"])
+@pytest.mark.parametrize("products", ["mma", "tiled", "wgmma"])
 @pytest.mark.parametrize("n", sweep_params([3, 8], [8]))  # (make test: 8; make test-sweep: 3)
 @pytest.mark.parametrize("shape", SHAPES + [(130, 200, 300)])
 def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n, products):
@@ -257,12 +257,12 @@ def test_the_passes_are_clean_in_check_mode(monkeypatch):
     a, b = random_inputs(45, 70, 77, seed=11)
     b[3, 4] = np.nan
     want = oz.ozaki(a, b, 4)
-    for products in ("mma", "wgmma"):
+    for products in ("mma", "tiled", "wgmma"):
         for B in (to_device(b), to_device(np.ascontiguousarray(b.T)).T):
             assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products, guard=False)), want)
 
 
-@pytest.mark.parametrize("products", ["mma", "wgmma"])
+@pytest.mark.parametrize("products", ["mma", "tiled", "wgmma"])
 def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
     """ozaki_sgemm (its default guard: 12_ozaki.cu built with GUARD): the same flags and the same bits as
     book.models.ozaki.guarded on every adversarial class (book.studies.adversarial), A read
@@ -321,7 +321,7 @@ def test_the_guarded_passes_are_clean_in_check_mode(monkeypatch):
     monkeypatch.setenv("BOOK_EMU_CHECK", "1")
     a, b = CLASSES["huge 2^40, zero partner"](45, 70, 77, np.random.default_rng(11))
     want, _ = oz.guarded(a, b, 4)
-    for products in ("mma", "wgmma"):
+    for products in ("mma", "tiled", "wgmma"):
         assert _same(to_host(ozaki_sgemm(to_device(a), to_device(b), 4, products=products,
                                          guard=True)), want)
 

@@ -163,12 +163,27 @@ def _wgmma_peak() -> tuple:
 
 def products_kernel(kind: str = "auto") -> str:
     """Which INT8 product kernel runs: 'wgmma' (12_ozaki_wgmma.cu) on compute capability 9.0,
-    else 'mma' (12_ozaki.cu's mma.sync); ``kind`` other than 'auto' asks for one."""
+    else 'mma' (12_ozaki.cu's mma.sync, a warp per 16 x 8 tile); ``kind`` other than 'auto' asks
+    for one, or for 'tiled' (12_ozaki.cu's ozaki_products_tiled: mma.sync in tiles of 128 x 128
+    from shared memory; not yet 'auto''s choice, until a GPU has timed it)."""
     if kind == "auto":
         return "wgmma" if device_cc() == (9, 0) else "mma"
-    if kind not in ("wgmma", "mma"):
-        raise LaunchError(f"ozaki_sgemm: products={kind!r}: 'auto', 'wgmma' or 'mma'")
+    if kind not in ("wgmma", "mma", "tiled"):
+        raise LaunchError(f"ozaki_sgemm: products={kind!r}: 'auto', 'wgmma', 'mma' or 'tiled'")
     return kind
+
+
+TILED_SMEM = 3 * 32768
+"""ozaki_products_tiled's dynamic shared memory: TILED_STAGES (3) stages of A's and B's records."""
+
+
+@lru_cache(maxsize=None)
+def _tiled_products_on(device: int, guard: bool):
+    k = load_kernel(SOURCE, "ozaki_products_tiled", defines={"GUARD": 1} if guard else None)
+    need = k.module.static_shared("ozaki_products_tiled") + TILED_SMEM
+    if need > k.max_dynamic_shared_size_bytes:
+        k.max_dynamic_shared_size_bytes = need
+    return unchecked(k)
 
 
 def _device() -> int:
@@ -243,7 +258,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     moduli, table = _on_device(n, _device())
     replay.note_buffer(moduli)  # (kept for the process: a recording may use them)
     replay.note_buffer(table)
-    wgmma = products_kernel(products) == "wgmma"
+    kind = products_kernel(products)
+    wgmma = kind == "wgmma"
     # residues in records of 128 rows x 128 k's (ozaki.cuh); B's rows to 256 (a wgmma block's N)
     Kp, Mp, Np = 128 * ceil_div(K, 128), 128 * ceil_div(M, 128), 256 * ceil_div(N, 256)
     # the largest magnitude of A's rows, then B's columns; then the flags of rows of A and
@@ -287,6 +303,9 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
             kernel, smem = _wgmma_products()
             blocks = min((n + g) * (Mp // 128) * (Np // 256), _sms())
             kernel((blocks,), (384,), args + (i32(n + g), i32(n)), shared_mem=smem)
+        elif kind == "tiled":
+            _tiled_products_on(_device(), guard)((Np // 128, Mp // 128, n + g), (256,),
+                                                 args + (i32(n),), shared_mem=TILED_SMEM)
         elif guard:
             _kernel("ozaki_products", True)((Np // 16, Mp // 32, n + 1), (128,), args + (i32(0), i32(n)))
         else:

@@ -462,3 +462,80 @@ ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const fl
     }
 #endif
 }
+
+// The INT8 products for compute capability 8.x, tiled (products='tiled' in book/blas/ozaki.py; not
+// yet the default: ozaki_products is, until a GPU has timed this one): as ozaki_products, R's slice
+// l = blockIdx.z, but a block of 8 warps takes a tile of 128 x 128 of C, and k in records of 128
+// (ozaki.cuh's record_offset: 16 KiB each, A's and B's copied whole into shared memory by cp.async,
+// TILED_STAGES of them in flight), each warp 64 x 32 of C: 4 x 4 mma.sync m16n8k32 a step of 32
+// k's, its fragments read from shared memory as 4-byte words -- the records' swizzle (16-byte piece
+// j of row r at j ^ (r % 8)) puts a warp's 32 words in 32 banks. Slices l >= plain (the accuracy
+// guard's levels, GUARD) keep their sums as level_code, the others modulo their modulus.
+// Block 256, grid (Np / 128, Mp / 128, slices), TILED_STAGES * 32 KiB of dynamic shared memory.
+#define TILED_STAGES 3
+extern "C" __global__ void __launch_bounds__(256)
+ozaki_products_tiled(const signed char* __restrict__ RA, const signed char* __restrict__ RB,
+                     unsigned char* __restrict__ R, int M, int N, int Kp, long long a_slice,
+                     long long b_slice, long long r_slice, const int* __restrict__ moduli, int plain) {
+    extern __shared__ __align__(16) unsigned char tiles[];
+    const int l = blockIdx.z, tm = blockIdx.y, tn = blockIdx.x, records = Kp / 128;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int wm = warp / 4, wn = warp % 4;
+    const signed char* a = RA + l * a_slice + (long long)tm * records * 16384;
+    const signed char* b = RB + l * b_slice + (long long)tn * records * 16384;
+    auto load = [&](int kt) {  // A's record kt, then B's, into stage kt % TILED_STAGES
+        unsigned char* to = tiles + (kt % TILED_STAGES) * 32768;
+        for (int c = tid; c < 2048; c += 256) {  // 16-byte pieces: 1024 of A's, 1024 of B's
+            const signed char* from = (c < 1024 ? a : b) + (long long)kt * 16384 + (c % 1024) * 16;
+            copy16_aligned(reinterpret_cast<float*>(to + c * 16), reinterpret_cast<const float*>(from));
+        }
+        commit();
+    };
+    auto word = [](const unsigned char* rec, int row, int k) {  // 4 bytes at (row, k) of a record
+        return *reinterpret_cast<const unsigned*>(rec + row * 128 + (((k / 16) ^ (row % 8)) * 16) + k % 16);
+    };
+    int acc[4][4][4];
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            for (int q = 0; q < 4; ++q) acc[i][j][q] = 0;
+    for (int s = 0; s < TILED_STAGES - 1; ++s) {
+        if (s < records) load(s);
+        else commit();  // (an empty group: the count of groups stays the same)
+    }
+    for (int kt = 0; kt < records; ++kt) {
+        wait_groups<TILED_STAGES - 2>();  // record kt has landed (this thread's copies)
+        __syncthreads();                  // (everyone's; and stage (kt - 1) % S is free)
+        if (kt + TILED_STAGES - 1 < records) load(kt + TILED_STAGES - 1);
+        else commit();
+        const unsigned char* sa = tiles + (kt % TILED_STAGES) * 32768;
+        const unsigned char* sb = sa + 16384;
+        for (int k = 0; k < 128; k += 32) {
+            unsigned af[4][4], bf[4][2];
+            for (int i = 0; i < 4; ++i) {
+                const int r = wm * 64 + i * 16 + g;
+                af[i][0] = word(sa, r, k + 4 * t);
+                af[i][1] = word(sa, r + 8, k + 4 * t);
+                af[i][2] = word(sa, r, k + 16 + 4 * t);
+                af[i][3] = word(sa, r + 8, k + 16 + 4 * t);
+            }
+            for (int j = 0; j < 4; ++j) {
+                const int c = wn * 32 + j * 8 + g;
+                bf[j][0] = word(sb, c, k + 4 * t);
+                bf[j][1] = word(sb, c, k + 16 + 4 * t);
+            }
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) mma_s8(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+    }
+    const int m = l < plain ? moduli[l] : 256;  // (the levels' slice has no modulus)
+    const float inv = 1.0f / m;
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+            for (int q = 0; q < 4; ++q) {
+                const int row = tm * 128 + wm * 64 + i * 16 + g + 8 * (q / 2);
+                const int col = tn * 128 + wn * 32 + j * 8 + 2 * t + q % 2;
+                if (row < M && col < N)
+                    R[l * r_slice + (long long)row * N + col] =
+                        l >= plain ? level_code(acc[i][j][q]) : (unsigned char)mod_of(acc[i][j][q], m, inv);
+            }
+}

@@ -33,8 +33,8 @@ rows keep too few bits of their typical entries, where it acts."""
 def calls(a, b, c, products: bool = False) -> dict:
     """The calls compared, each writing ``c``: precision='ozaki' (replayed after its first call),
     the scaling alone (``ozaki_sgemm(guard=False)``: no replay), precision='fp32' and cuBLAS
-    SGEMM; ``products``: also precision='ozaki''s work on the mma.sync product kernel of compute
-    capability 8.x (no replay)."""
+    SGEMM; ``products``: also precision='ozaki''s work on the mma.sync product kernels of compute
+    capability 8.x, today's and the tiled one (no replay)."""
     import cupy as cp
 
     from ..blas import sgemm
@@ -45,6 +45,7 @@ def calls(a, b, c, products: bool = False) -> dict:
            "cublas": lambda: cp.matmul(a, b, out=c)}
     if products:
         out["ozaki on mma.sync"] = lambda: ozaki_sgemm(a, b, out=c, products="mma")
+        out["ozaki on mma.sync, tiled"] = lambda: ozaki_sgemm(a, b, out=c, products="tiled")
     return out
 
 
@@ -103,7 +104,7 @@ def loop(shapes=LOOP_SHAPES, rounds: int = ROUNDS, products: bool = False) -> pd
             ref = a.astype(cp.float64) @ b.astype(cp.float64)
             for name, f in calls(a, b, c, products).items():
                 err = _checked(name, f, c, ref, (M, N, K))
-                slow = name == "ozaki on mma.sync"
+                slow = name.startswith("ozaki on mma.sync")
                 rows.append({"M": M, "N": N, "K": K, "call": name, "round": r, "error": err,
                              "gpu_ms": time_launch(f)["time_ms"],
                              "loop_ms": np.nan if slow else loop_ms(f),
