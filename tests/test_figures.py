@@ -93,6 +93,16 @@ def test_every_figure_of_a_chapter_has_a_numbered_caption():
     assert not missing, f"figures without a caption and name: {missing}"
 
 
+def test_every_captioned_figure_has_alt_text():
+    """A reader of a screen reader hears the caption, not the image's file path: each figure's
+    ``mystnb.image.alt`` is its caption."""
+    wrong = [f"{p.stem}: {fig['name']}" for p in sorted(NOTEBOOKS.glob("*.ipynb"))
+             for c in json.loads(p.read_text())["cells"]
+             if (fig := c.get("metadata", {}).get("mystnb", {}).get("figure"))
+             and c["metadata"]["mystnb"].get("image", {}).get("alt") != fig.get("caption")]
+    assert not wrong, f"figures whose alt text is not their caption: {wrong}"
+
+
 def test_figure_names_are_unique():
     names = [c["metadata"]["mystnb"]["figure"]["name"] for p in NOTEBOOKS.glob("*.ipynb")
              for c in json.loads(p.read_text())["cells"] if "figure" in c["metadata"].get("mystnb", {})]
