@@ -104,11 +104,13 @@ ozaki_magnitudes(const float* __restrict__ X, int rows, int cols, long long xr, 
 #if GUARD
 // The guard's share of the residues pass (book/models/ozaki.py's guard), for 4 adjacent k's of
 // a row: the sum of the scaled integers' magnitudes (|v| = |2^15 v1 + v0|, exact) into *sum, a
-// warp's 128 k's added first; and the levels floor(127 |x| 2^-e) (2^e: the row's power of two,
+// warp's 128 k's added first, and its top bit (INEXACT) set where a rounding moved one of them
+// (`moved`: this thread's); and the levels floor(127 |x| 2^-e) (2^e: the row's power of two,
 // from its largest magnitude `top`; exact in float64), one more int8 residue slice at *level.
+#define INEXACT (1ull << 63)
 __device__ __forceinline__ void guard_row(const float* x, const float (&v1)[4], const float (&v0)[4],
                                           int top, bool inside, unsigned long long* sum,
-                                          signed char* level) {
+                                          signed char* level, bool moved) {
     unsigned long long s = 0;
     unsigned word = 0;
     int e = 0;
@@ -120,7 +122,9 @@ __device__ __forceinline__ void guard_row(const float* x, const float (&v1)[4], 
         word |= (unsigned)l << (8 * q);
     }
     for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (inside && threadIdx.x % 32 == 0 && s) atomicAdd(sum, s);
+    moved = __any_sync(0xffffffffu, moved);
+    if (inside && threadIdx.x % 32 == 0 && s) atomicAdd(sum, s);  // (below 2^47: never INEXACT)
+    if (inside && threadIdx.x % 32 == 0 && moved) atomicOr(sum, INEXACT);
     *reinterpret_cast<unsigned*>(level) = word;
 }
 #endif
@@ -159,16 +163,19 @@ ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, lo
         // v = rint(x 2^s), |v| <= 2^30, held as v = 2^15 v1 + v0 (0 <= v0 < 2^15): two floats,
         // each an exact small integer, so that its residues come from float32 FMAs alone
         float v1[4], v0[4];
+        bool moved = false;  // (the guard's: a rounding changed one of them)
         for (int q = 0; q < 4; ++q) {
             const float x = T[y][4 * tx + q];  // (nonzero only inside X)
-            const float v = fabsf(x) <= 3.402823466e38f ? rintf(x * lo * hi) : 0.0f;
+            const bool finite = fabsf(x) <= 3.402823466e38f;
+            const float v = finite ? rintf(x * lo * hi) : 0.0f;
+            moved = moved || (finite && v != x * lo * hi);
             v1[q] = floorf(v * (1.0f / 32768.0f));
             v0[q] = fmaf(v1[q], -32768.0f, v);
         }
         const long long at = record_offset(i, k0 + 4 * tx, Kp);
 #if GUARD
         guard_row(T[y] + 4 * tx, v1, v0, i < rows ? top[first + i] : 0, i < rows,
-                  sums + first + i, R + n * slice + at);
+                  sums + first + i, R + n * slice + at, moved);
 #endif
 #pragma unroll
         for (int l = 0; l < 16; ++l) {
@@ -340,11 +347,15 @@ ozaki_reconstruct(unsigned char* __restrict__ R, int M, int N, long long r_slice
         out[q] = (float)DMUL(x, unit);
 #if GUARD
         if (j0 + q < N) {  // the row's sums of squares, and the element's own flag for ozaki_fallback
-            const double E = DMUL(DADD(DADD((double)sums[i], (double)sums[M + j]), (double)Kd), 0.5);
+            // (E's terms only where a rounding moved something: ia, ib, the sums' INEXACT bits)
+            const unsigned long long ua = sums[i], ub = sums[M + j];
+            const bool ia = ua & INEXACT, ib = ub & INEXACT;
+            const double sa_sum = (double)(ua & ~INEXACT), sb_sum = (double)(ub & ~INEXACT);
+            const double E = DMUL(DADD(DADD(ib ? sa_sum : 0.0, ia ? sb_sum : 0.0), ia && ib ? (double)Kd : 0.0), 0.5);
             const double eu = DMUL(E, unit), cu = DMUL(x, unit);
             e2 = DADD(e2, DMUL(eu, eu));
             c2 = DADD(c2, DMUL(cu, cu));
-            const bool flag = guard_flag(E, (double)sums[M + j], limit, R[n * r_slice + e + q],
+            const bool flag = guard_flag(E, sb_sum, limit, R[n * r_slice + e + q],
                                          __int_as_float(top[i]), shift_of(top[M + j], p), 0.5 * Kd);
             R[(n + 1) * r_slice + e + q] = flag;
             count += flag;

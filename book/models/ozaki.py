@@ -134,6 +134,16 @@ def levels(X: np.ndarray, axis: int) -> np.ndarray:
     return np.floor(GUARD_LEVELS * np.ldexp(fx, -e)).astype(np.int64)
 
 
+def inexact(X: np.ndarray, s: np.ndarray, axis: int) -> np.ndarray:
+    """1.0 for each row (axis 1) or column (axis 0) of X that some entry's rounding to an integer
+    moved (X 2^s not an integer), else 0.0: a row of zeros, of a one-hot, of small integers moves
+    nothing, and its share of the guard's bound is 0."""
+    s = s[:, None] if axis == 1 else s[None, :]
+    X = np.where(np.isfinite(X), X, 0).astype(np.float32)
+    x = np.ldexp(X, s)
+    return (x != np.rint(x)).any(axis=axis).astype(np.float64)
+
+
 def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     """The elements (a boolean M x N mask) for which the row scaling may not keep an SGEMM's
     accuracy, decided from the inputs and the integer product C' (``reconstruct``'s, in units of
@@ -143,7 +153,8 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     * a bound on the scaling's error: each entry of row i of A moved by at most half a unit when
       rounded, so |A[i, k]| <= (|A'[i, k]| + 1/2) 2^-sa[i], and B likewise; summing,
       |C - AB| <= E = (SA[i] + SB[j] + K) / 2, SA[i] = sum_k |A'[i, k]|, SB[j] = sum_k |B'[k, j]|
-      (exact integers, summed where the residues are made);
+      (exact integers, summed where the residues are made), each term only where a rounding
+      moved something (``inexact``: a row of A none of whose entries moved adds no SB[j] / 2);
     * a lower bound on (|A| |B|)[i, j], the scale of an SGEMM's promise: the product of
       ``levels`` of A and B (one more INT8 product, exact in int32), kept as a ``level_code``
       byte, so L = level_value 2^(2p) / 127^2 (2^(p - sa) is the row's power of two).
@@ -159,7 +170,8 @@ def guard(A: np.ndarray, B: np.ndarray, Cp: np.ndarray, p: int) -> np.ndarray:
     sa, sb = shifts(A, p, axis=1), shifts(B, p, axis=0)
     SA = np.abs(scaled(A, sa, axis=1)).sum(1).astype(np.float64)
     SB = np.abs(scaled(B, sb, axis=0)).sum(0).astype(np.float64)
-    E = (SA[:, None] + SB[None, :] + K) * 0.5
+    ia, ib = inexact(A, sa, axis=1), inexact(B, sb, axis=0)
+    E = (SA[:, None] * ib[None, :] + SB[None, :] * ia[:, None] + K * (ia[:, None] * ib[None, :])) * 0.5
     code = level_code(levels(A, 1) @ levels(B, 0))
     limit = np.sqrt(float(K)) * np.ldexp(1.0, 2 * p - 27) * level_value(code)
     top = np.where(np.isfinite(A), np.abs(A), 0).max(1).astype(np.float64)
