@@ -3,7 +3,7 @@ the accuracy guard's cost on inputs that need nothing (GPU time with and without
 of elements it took another way), the passes with and without it, then for each shape:
   * gpu ms: the call's time on the GPU alone (CUDA events around repeats);
   * loop ms: a loop of back-to-back calls, host included, one synchronize every 50, per call;
-  * host us: wall time to issue 100 calls without waiting for the GPU, per call;
+  * host us: wall time to issue 20 calls without waiting for the GPU, per call;
 for precision='ozaki', the scaling alone (no replay), precision='fp32' and cuBLAS SGEMM, and the
 ratios x cuBLAS. ``--sustained S``: loops of S seconds at 4096^3 and 8192^3 with the SM clock and
 power. ``--mma``: the mma.sync product kernel too (compute capability 8.x's), GPU time only.

@@ -133,14 +133,20 @@ def _launch(name: str, device: int, guard: bool = False):
     return unchecked(load_kernel(SOURCE, name, defines={"GUARD": 1} if guard else None))
 
 
-def _wgmma_kernel(name: str, smem: int):
-    """12_ozaki_wgmma.cu's kernel ``name`` (sm_90a; one build for both), allowed ``smem`` bytes of
-    dynamic shared memory beside its static ones."""
-    k = load_kernel(WGMMA_SOURCE, name, defines={"STAGES": WGMMA_STAGES}, options=("-arch=sm_90a",))
+def _allowing(k, name: str, smem: int):
+    """Kernel ``k`` (its function ``name``) allowed ``smem`` bytes of dynamic shared memory beside
+    its static ones."""
     need = k.module.static_shared(name) + smem
     if need > k.max_dynamic_shared_size_bytes:
         k.max_dynamic_shared_size_bytes = need
     return k
+
+
+def _wgmma_kernel(name: str, smem: int):
+    """12_ozaki_wgmma.cu's kernel ``name`` (sm_90a; one build for both), allowed ``smem`` bytes of
+    dynamic shared memory beside its static ones."""
+    return _allowing(load_kernel(WGMMA_SOURCE, name, defines={"STAGES": WGMMA_STAGES},
+                                 options=("-arch=sm_90a",)), name, smem)
 
 
 def _wgmma_products():
@@ -179,11 +185,9 @@ TILED_SMEM = 3 * 32768
 
 @lru_cache(maxsize=None)
 def _tiled_products_on(device: int, guard: bool):
-    k = load_kernel(SOURCE, "ozaki_products_tiled", defines={"GUARD": 1} if guard else None)
-    need = k.module.static_shared("ozaki_products_tiled") + TILED_SMEM
-    if need > k.max_dynamic_shared_size_bytes:
-        k.max_dynamic_shared_size_bytes = need
-    return unchecked(k)
+    name = "ozaki_products_tiled"
+    return unchecked(_allowing(load_kernel(SOURCE, name, defines={"GUARD": 1} if guard else None),
+                               name, TILED_SMEM))
 
 
 def _device() -> int:
@@ -306,10 +310,8 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
         elif kind == "tiled":
             _tiled_products_on(_device(), guard)((Np // 128, Mp // 128, n + g), (256,),
                                                  args + (i32(n),), shared_mem=TILED_SMEM)
-        elif guard:
-            _kernel("ozaki_products", True)((Np // 16, Mp // 32, n + 1), (128,), args + (i32(0), i32(n)))
         else:
-            _kernel("ozaki_products")((Np // 16, Mp // 32, n), (128,), args + (i32(0), i32(n)))
+            _kernel("ozaki_products", guard)((Np // 16, Mp // 32, n + g), (128,), args + (i32(n),))
 
     def reconstruct():
         if guard:

@@ -19,8 +19,9 @@
 
 // GUARD (0 or 1): the build with precision='ozaki''s accuracy guard (book/models/ozaki.py's
 // guard): the residues pass also sums each row's magnitudes and writes the levels of |X| as one
-// more slice, the products keep that slice's sums as a level_code, and the reconstruction takes
-// the elements it flags as float32 FMA chains. Without it, those arguments go unused.
+// more slice, the products keep that slice's sums as a level_code, the reconstruction flags
+// elements and sums rows, and ozaki_rows and ozaki_fallback take what it flagged as float32 FMA
+// chains. Without it, those arguments go unused.
 #ifndef GUARD
 #define GUARD 0
 #endif
@@ -211,8 +212,8 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
                                           unsigned char* __restrict__ R, int M, int N, int Kp,
                                           long long a_slice, long long b_slice,
                                           long long r_slice, const int* __restrict__ moduli,
-                                          int l0, int raw) {
-    const int l = l0 + blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+                                          int plain) {
+    const int l = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int i0 = blockIdx.y * 32 + (warp / 2) * 16, j0 = blockIdx.x * 16 + (warp % 2) * 8;
     const signed char* a = RA + l * a_slice;
@@ -228,7 +229,7 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
         mma_s8(acc, af, bf, acc);
     }
 #if GUARD
-    if (l >= raw) {
+    if (l >= plain) {
         for (int q = 0; q < 4; ++q) {
             const int i = i0 + g + 8 * (q / 2), j = j0 + 2 * t + q % 2;
             if (i < M && j < N) R[l * r_slice + (long long)i * N + j] = level_code(acc[q]);
@@ -246,19 +247,6 @@ extern "C" __global__ void ozaki_products(const signed char* __restrict__ RA,
 
 
 #if GUARD
-// Row i of A times column j of B in float32 FMAs (SGEMM's arithmetic): a chain over each 16 k's,
-// the chunks' sums added in float64 and rounded once (the model's ffma_chunked: about 16 u).
-__device__ float ffma_chain(const float* A, long long ar, long long ac, const float* B, long long br,
-                            long long bc, int i, int j, int Kd) {
-    double total = 0.0;
-    for (int c = 0; c < Kd; c += 16) {
-        float sum = 0.0f;
-        for (int k = c; k < min(c + 16, Kd); ++k) sum = fmaf(A[i * ar + k * ac], B[k * br + j * bc], sum);
-        total = DADD(total, (double)sum);
-    }
-    return (float)total;
-}
-
 // Whether element (i, j) is taken by FFMA for its own sake (book/models/ozaki.py's guard, operation
 // for operation; the cancelled rows are ozaki_fallback's): E, the bound on the scaling's error, and
 // every quantity in units of 2^-(sa + sb); sb_sum: the sum of the scaled integers' magnitudes of
@@ -431,24 +419,23 @@ ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const fl
     const int listed = rows[0], first = blockIdx.x * 64, col0 = blockIdx.y * 64;
     if (first >= listed) return;
     __shared__ float As[64][17], Bs[16][64];
+    __shared__ int row[64];    // the tile's rows of C, -1 past the list
+    __shared__ bool whole[64]; // (and whether each is taken whole)
     const int tx = threadIdx.x, ty = threadIdx.y, t = ty * 16 + tx;
-    int row[4];
-    bool whole[4];
-    for (int q = 0; q < 4; ++q) {
-        const int at = first + ty + 16 * q, code = at < listed ? rows[1 + at] : 0;
-        row[q] = at < listed ? (code < 0 ? -1 - code : code) : -1;
-        whole[q] = at < listed && code < 0;
+    if (t < 64) {
+        const int code = first + t < listed ? rows[1 + first + t] : 0;
+        row[t] = first + t < listed ? (code < 0 ? -1 - code : code) : -1;
+        whole[t] = first + t < listed && code < 0;
     }
+    __syncthreads();
     float sum[4][4];
     double total[4][4];
     for (int q = 0; q < 4; ++q)
         for (int c = 0; c < 4; ++c) total[q][c] = 0.0;
     for (int k0 = 0; k0 < Kd; k0 += 16) {
         for (int e = t; e < 64 * 16; e += 256) {  // A's 64 listed rows, B's 64 columns, 16 k's
-            const int r = e / 16, kk = e % 16, at = first + r, k = k0 + kk;
-            int i = -1;
-            if (at < listed) i = rows[1 + at] < 0 ? -1 - rows[1 + at] : rows[1 + at];
-            As[r][kk] = i >= 0 && k < Kd ? A[i * ar + k * ac] : 0.0f;
+            const int r = e / 16, kk = e % 16, k = k0 + kk;
+            As[r][kk] = row[r] >= 0 && k < Kd ? A[row[r] * ar + k * ac] : 0.0f;
             const int kb = e / 64, j = col0 + e % 64;
             Bs[kb][e % 64] = k0 + kb < Kd && j < N ? B[(k0 + kb) * br + j * bc] : 0.0f;
         }
@@ -464,11 +451,12 @@ ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const fl
         __syncthreads();
     }
     for (int q = 0; q < 4; ++q) {
-        if (row[q] < 0) continue;
+        const int i = row[ty + 16 * q];
+        if (i < 0) continue;
         for (int c = 0; c < 4; ++c) {
             const int j = col0 + tx + 16 * c;
-            if (j < N && !bad[M + j] && (whole[q] || flags[(long long)row[q] * N + j]))
-                C[(long long)row[q] * ldc + j] = (float)total[q][c];
+            if (j < N && !bad[M + j] && (whole[ty + 16 * q] || flags[(long long)i * N + j]))
+                C[(long long)i * ldc + j] = (float)total[q][c];
         }
     }
 #endif
