@@ -265,3 +265,25 @@ def test_a_repeated_ozaki_call_replays_its_launches_on_the_new_arrays(layout):
         S.sgemm(A, B, out=half, alpha=0.5, precision="ozaki")
         assert call._key(A, B, half, 0.5, 0.0, "ozaki") not in replay.TABLE
         assert relative_error(to_host(half), 0.5 * (a.astype(np.float64) @ b)) < TOLERANCE
+
+
+def test_a_replayed_ozaki_call_gives_the_bits_of_its_full_path_on_arrays_that_alternate():
+    """A replay (on a GPU, one CUDA graph whose nodes take the new addresses only where they
+    changed: ``launch.graphs``) on two sets of arrays in turn, heavy-tailed so that the guard's
+    fallback writes some elements: each call the bits ozaki_sgemm gives without a replay."""
+    from book.blas.ozaki import ozaki_sgemm
+    from book.registry import device_cc
+    if device_cc() < (8, 0):
+        pytest.skip("precision='ozaki' needs compute capability 8.0")
+    rng = np.random.default_rng(7)
+    M, N, K = 45, 70, 300
+    sets = [tuple(to_device(rng.standard_t(2, s).astype(np.float32)) for s in ((M, K), (K, N)))
+            for _ in range(2)]
+    want = [to_host(ozaki_sgemm(A, B)) for A, B in sets]
+    outs = [xp.full((M, N), xp.nan, dtype=xp.float32) for _ in sets]
+    for turn in range(6):
+        (A, B), out = sets[turn % 2], outs[turn % 2]
+        out[...] = xp.nan
+        S.sgemm(A, B, out=out, precision="ozaki")
+        assert turn < 2 or call._key(A, B, out, 1.0, 0.0, "ozaki") in replay.TABLE
+        np.testing.assert_array_equal(to_host(out), want[turn % 2], err_msg=f"call {turn}")

@@ -6,8 +6,8 @@
 Its four passes: the largest magnitude of A's rows and B's columns (which fixes each one's
 power of two; and which hold Inf or NaN), the int8 residues of the scaled integers (``n`` of
 each), the ``n`` INT8 products kept modulo their moduli (on wgmma, ``12_ozaki_wgmma.cu``, on
-compute capability 9.0; else one warp of mma.sync per 16 x 8 tile of C), and the
-reconstruction; K below 2^17. A call seen before replays its launches (``_ozaki``).
+compute capability 9.0; else mma.sync in tiles of 128 x 128), and the reconstruction; K below
+2^17. A call seen before replays its launches (``_ozaki``), as one CUDA graph.
 """
 from __future__ import annotations
 
@@ -167,13 +167,19 @@ def _wgmma_peak() -> tuple:
     return _wgmma_kernel("int8_peak", smem), smem, _sms(), 2 * 4 * 64 * 256 * 32
 
 
+def _mma_peak() -> tuple:
+    """12_ozaki.cu's int8_mma_peak: (kernel, blocks, MACs a block an iteration)."""
+    return _kernel("int8_mma_peak"), 4 * _sms(), 8 * 8 * 16 * 8 * 32
+
+
 def products_kernel(kind: str = "auto") -> str:
     """Which INT8 product kernel runs: 'wgmma' (12_ozaki_wgmma.cu) on compute capability 9.0,
-    else 'mma' (12_ozaki.cu's mma.sync, a warp per 16 x 8 tile); ``kind`` other than 'auto' asks
-    for one, or for 'tiled' (12_ozaki.cu's ozaki_products_tiled: mma.sync in tiles of 128 x 128
-    from shared memory; not yet 'auto''s choice, until a GPU has timed it)."""
+    else 'tiled' (12_ozaki.cu's ozaki_products_tiled: mma.sync in tiles of 128 x 128 from shared
+    memory, 3.4-5.0x 'mma''s speed on an H200 under BOOK_ASSUME_CC=8.0: results/<gpu>/12_loop.csv);
+    ``kind`` other than 'auto' asks for one, or for 'mma' (ozaki_products: a warp per 16 x 8 tile
+    of C, its fragments straight from global memory; the first version, kept to compare)."""
     if kind == "auto":
-        return "wgmma" if device_cc() == (9, 0) else "mma"
+        return "wgmma" if device_cc() == (9, 0) else "tiled"
     if kind not in ("wgmma", "mma", "tiled"):
         raise LaunchError(f"ozaki_sgemm: products={kind!r}: 'auto', 'wgmma', 'mma' or 'tiled'")
     return kind

@@ -12,6 +12,7 @@
 //   ozaki_residues     the scaled integers' residues, n int8 matrices, in records of 128 rows x
 //                      128 k's laid out as wgmma reads them (record_offset)
 //   ozaki_products     for each modulus, the INT8 product (mma.sync m16n8k32), kept mod m (uint8);
+//                      ozaki_products_tiled (below) the same from tiles in shared memory, and
 //                      on Hopper 12_ozaki_wgmma.cu's ozaki_products_wgmma runs instead
 //   ozaki_reconstruct  the CRT in float64 (high parts exact, low parts after), scaled to float32
 // Launch (book/blas/ozaki.py): any sizes with K < 2^17, any strides. Compute capability 8.0.
@@ -201,6 +202,25 @@ ozaki_residues(const float* __restrict__ X, int rows, int cols, long long xr, lo
             *reinterpret_cast<unsigned*>(R + l * slice + at) = word;
         }
     }
+}
+
+// The INT8 ceiling of mma.sync m16n8k32 (s8) on this GPU, as 12_ozaki_wgmma.cu's int8_peak measures
+// wgmma's: each warp 8 independent products a step on operands that stay in registers, `iters`
+// steps (16 x 8 x 32 x 8 MACs each); out: a sum per thread, so that nothing is optimized away.
+// Block 256, a grid of a few blocks per SM.
+extern "C" __global__ void __launch_bounds__(256) int8_mma_peak(int* __restrict__ out, int iters) {
+    const unsigned seed = (blockIdx.x * 256u + threadIdx.x) * 2654435761u;
+    const unsigned af[4] = {seed, seed ^ 0x01010101u, seed ^ 0x02020202u, seed ^ 0x03030303u};
+    const unsigned bf[2] = {seed ^ 0x05050505u, seed ^ 0x07070707u};
+    int acc[8][4];
+    for (int u = 0; u < 8; ++u)
+        for (int q = 0; q < 4; ++q) acc[u][q] = 0;
+    for (int it = 0; it < iters; ++it)
+        for (int u = 0; u < 8; ++u) mma_s8(acc[u], af, bf, acc[u]);
+    unsigned s = 0;
+    for (int u = 0; u < 8; ++u)
+        for (int q = 0; q < 4; ++q) s += (unsigned)acc[u][q];
+    out[blockIdx.x * 256 + threadIdx.x] = (int)s;
 }
 
 // For modulus l = blockIdx.z: R[l * r_slice + i * N + j] = (RA_l RB_l^T)(i, j) mod m_l, in
@@ -462,8 +482,8 @@ ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const fl
 #endif
 }
 
-// The INT8 products for compute capability 8.x, tiled (products='tiled' in book/blas/ozaki.py; not
-// yet the default: ozaki_products is, until a GPU has timed this one): as ozaki_products, R's slice
+// The INT8 products for compute capability 8.x, tiled (book/blas/ozaki.py's products='tiled', its
+// choice below 9.0; 3.4-5x ozaki_products's speed on an H200): as ozaki_products, R's slice
 // l = blockIdx.z, but a block of 8 warps takes a tile of 128 x 128 of C, and k in records of 128
 // (ozaki.cuh's record_offset: 16 KiB each, A's and B's copied whole into shared memory by cp.async,
 // TILED_STAGES of them in flight), each warp 64 x 32 of C: 4 x 4 mma.sync m16n8k32 a step of 32

@@ -6,7 +6,8 @@ only A's, B's and C's addresses differ. Working them out again costs more host t
 launches. So the call runs once inside :func:`recording`, which notes every launch made through
 :func:`direct.unchecked`, and :meth:`Recording.replay` gives a function of the new operands
 that repeats them: on a GPU each launch laid out once (its parameters in a ctypes array, the
-operands' addresses written in place) and sent with CuPy's ``driver.launchKernel``.
+operands' addresses written in place) and sent with CuPy's ``driver.launchKernel``, or, for
+three launches or more, all of them as one CUDA graph (``graphs``: one launch of the host's).
 
 A recording is refused (``replay`` returns None) unless every array a launch was given is one
 of the call's operands or scratch memory from ``streams.buffer``: a copy made during the call
@@ -89,6 +90,12 @@ class Recording:
                     return None
             steps.append(_step(fn, grid, block, list(args), shared, slots))
         keep = self.buffers
+        if all(hasattr(s, "graph") for s in steps):  # (a GPU's launches: one graph, where it can)
+            from .graphs import build
+            graph = build([s.graph for s in steps], [s.where for s in steps])
+            if graph is not None:
+                graph.keep = (graph.keep, keep, [s.keep for s in steps])
+                return graph
 
         def run(operands, stream) -> None:
             for step in steps:
@@ -190,4 +197,5 @@ def _step(fn, grid, block, args: list, shared: int, slots: dict):
             value.value = operands[which]
         launch(raw, gx, gy, gz, bx, by, bz, shared, stream, address, 0)
     send.keep = keep
+    send.graph, send.where = (raw, (gx, gy, gz), (bx, by, bz), shared, address), where
     return send

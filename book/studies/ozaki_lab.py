@@ -102,9 +102,10 @@ def passes(shapes=None, n: int | None = None, guard: bool = True) -> pd.DataFram
 def int8_ceiling(sizes=(4096, 8192), iters: int | None = None) -> pd.DataFrame:
     """What INT8 can reach on this GPU, TOPS: the wgmma products' own ceiling (12_ozaki_wgmma.cu's
     int8_peak: their wgmmas on operands that never leave the SM, as chapter 10 measures TF32's),
+    mma.sync's (12_ozaki.cu's int8_mma_peak, operands in registers: compute capability 8.x's path),
     and cuBLASLt's INT8 GEMM (PyTorch's ``torch._int_mm``: int8 in, int32 out) at n^3. A row
     each; status says where PyTorch, wgmma or a GPU is missing."""
-    from ..blas.ozaki import _wgmma_peak
+    from ..blas.ozaki import _mma_peak, _wgmma_peak
     row = stamp()
     rows = []
     peak = {**row, "what": "wgmma m64n256k32, operands in shared memory", "n": np.nan}
@@ -118,6 +119,15 @@ def int8_ceiling(sizes=(4096, 8192), iters: int | None = None) -> pd.DataFrame:
                      "tops": 2e-9 * macs * iters * blocks / ms})
     else:
         rows.append({**peak, "status": "skipped (wgmma: compute capability 9.0)"})
+    mma = {**row, "what": "mma.sync m16n8k32, operands in registers", "n": np.nan}
+    if device_cc() >= MIN_CC:
+        kernel, blocks, macs = _mma_peak()
+        iters = iters or (4096 if BACKEND == "gpu" else 2)
+        out = xp.zeros(blocks * 256, np.int32)
+        ms = time_launch(lambda: kernel((blocks,), (256,), (out, np.int32(iters))))["time_ms"]
+        rows.append({**mma, "status": "ok", "time_ms": ms, "tops": 2e-9 * macs * iters * blocks / ms})
+    else:
+        rows.append({**mma, "status": f"skipped (mma.sync s8: compute capability {cc_text(MIN_CC)})"})
     why = None if BACKEND == "gpu" else "needs a GPU"
     if why is None and device_cc() < (7, 5):
         why = f"needs compute capability 7.5 (INT8 tensor cores); this GPU counts as {cc_text(device_cc())}"
