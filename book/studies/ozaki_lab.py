@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..blas import sgemm
-from ..blas.ozaki import MIN_CC, moduli_for, ozaki_passes, ozaki_sgemm
+from ..blas.ozaki import MIN_CC, moduli_for, ozaki_passes, ozaki_sgemm, products_kernel
 from ..harness import results
 from ..harness.check import random_inputs
 from ..harness.device import device_report
@@ -76,7 +76,8 @@ def passes(shapes=None, n: int | None = None, guard: bool = True) -> pd.DataFram
     check of the whole call against float64), the whole call, and cuBLAS SGEMM on the same
     inputs; one row per (shape, pass), with its share of the call. ``guard``: with the accuracy
     guard (precision='ozaki''s), whose levels' product is one more INT8 product (int8_tops counts
-    it), or the scaling alone."""
+    it), or the scaling alone. Where the products run on wgmma, those of compute capability
+    8.x (mma.sync, tiled) too: the same bits, timed alone ("products, mma.sync tiled")."""
     rows = []
     for M, N, K in shapes or (SHAPES if BACKEND == "gpu" else CPU_SHAPES):
         A, B = (to_device(x) for x in random_inputs(M, N, K, seed=M + N + K))
@@ -89,12 +90,19 @@ def passes(shapes=None, n: int | None = None, guard: bool = True) -> pd.DataFram
         times = {name: time_launch(run)["time_ms"] for name, run in steps}
         times["the call"] = time_launch(lambda: [run() for _, run in steps])["time_ms"]
         times["cuBLAS SGEMM"] = time_launch(lambda: xp.matmul(A, B))["time_ms"]
+        if products_kernel() == "wgmma":  # (and compute capability 8.x's products, checked first)
+            tiled, C2 = ozaki_passes(A, B, n, guard=guard, products="tiled")
+            for _, run in tiled:
+                run()
+            if not xp.array_equal(C2, C):
+                raise LaunchError(f"the tiled mma.sync products at {M}x{N}x{K} differ from wgmma's")
+            times["products, mma.sync tiled"] = time_launch(dict(tiled)["products"])["time_ms"]
         moduli_used = n or moduli_for(K)
         for name, ms in times.items():
             rows.append({"M": M, "N": N, "K": K, "moduli": moduli_used, "guard": guard, "pass": name,
                          "time_ms": ms, "of_call": ms / times["the call"], "rel_error": error,
                          "int8_tops": (2e-9 * (moduli_used + guard) * M * N * K / ms
-                                       if name == "products" else np.nan),
+                                       if name.startswith("products") else np.nan),
                          **stamp()})
     return pd.DataFrame(rows)
 
