@@ -175,7 +175,7 @@ def _mma_peak() -> tuple:
 def products_kernel(kind: str = "auto") -> str:
     """Which INT8 product kernel runs: 'wgmma' (12_ozaki_wgmma.cu) on compute capability 9.0,
     else 'tiled' (12_ozaki.cu's ozaki_products_tiled: mma.sync in tiles of 128 x 128 from shared
-    memory, 3.4-5.0x 'mma''s speed on an H200 under BOOK_ASSUME_CC=8.0: results/<gpu>/12_loop.csv);
+    memory, 4.2-6.4x 'mma''s speed on an H200: results/<gpu>/12_loop.csv);
     ``kind`` other than 'auto' asks for one, or for 'mma' (ozaki_products: a warp per 16 x 8 tile
     of C, its fragments straight from global memory; the first version, kept to compare)."""
     if kind == "auto":

@@ -483,15 +483,20 @@ ozaki_fallback(const float* __restrict__ A, long long ar, long long ac, const fl
 }
 
 // The INT8 products for compute capability 8.x, tiled (book/blas/ozaki.py's products='tiled', its
-// choice below 9.0; 3.4-5x ozaki_products's speed on an H200): as ozaki_products, R's slice
+// choice below 9.0; 4.2-6.4x ozaki_products's speed on an H200): as ozaki_products, R's slice
 // l = blockIdx.z, but a block of 8 warps takes a tile of 128 x 128 of C, and k in records of 128
 // (ozaki.cuh's record_offset: 16 KiB each, A's and B's copied whole into shared memory by cp.async,
 // TILED_STAGES of them in flight), each warp 64 x 32 of C: 4 x 4 mma.sync m16n8k32 a step of 32
 // k's, its fragments read from shared memory as 4-byte words -- the records' swizzle (16-byte piece
 // j of row r at j ^ (r % 8)) puts a warp's 32 words in 32 banks. Slices l >= plain (the accuracy
-// guard's levels, GUARD) keep their sums as level_code, the others modulo their modulus.
+// guard's levels, GUARD) keep their sums as level_code, the others modulo their modulus. Every loop
+// over the accumulators is unrolled (indexed by constants, they stay in registers: an earlier build
+// kept them in local memory) and so is the step over a record's k's (245 registers, a block an SM:
+// faster on the H200 than 127 and two blocks, the lab notes' tries).
 // Block 256, grid (Np / 128, Mp / 128, slices), TILED_STAGES * 32 KiB of dynamic shared memory.
+#ifndef TILED_STAGES
 #define TILED_STAGES 3
+#endif
 extern "C" __global__ void __launch_bounds__(256)
 ozaki_products_tiled(const signed char* __restrict__ RA, const signed char* __restrict__ RB,
                      unsigned char* __restrict__ R, int M, int N, int Kp, long long a_slice,
@@ -514,8 +519,11 @@ ozaki_products_tiled(const signed char* __restrict__ RA, const signed char* __re
         return *reinterpret_cast<const unsigned*>(rec + row * 128 + (((k / 16) ^ (row % 8)) * 16) + k % 16);
     };
     int acc[4][4][4];
+#pragma unroll
     for (int i = 0; i < 4; ++i)
+#pragma unroll
         for (int j = 0; j < 4; ++j)
+#pragma unroll
             for (int q = 0; q < 4; ++q) acc[i][j][q] = 0;
     for (int s = 0; s < TILED_STAGES - 1; ++s) {
         if (s < records) load(s);
@@ -528,8 +536,10 @@ ozaki_products_tiled(const signed char* __restrict__ RA, const signed char* __re
         else commit();
         const unsigned char* sa = tiles + (kt % TILED_STAGES) * 32768;
         const unsigned char* sb = sa + 16384;
+#pragma unroll
         for (int k = 0; k < 128; k += 32) {
             unsigned af[4][4], bf[4][2];
+#pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const int r = wm * 64 + i * 16 + g;
                 af[i][0] = word(sa, r, k + 4 * t);
@@ -537,19 +547,25 @@ ozaki_products_tiled(const signed char* __restrict__ RA, const signed char* __re
                 af[i][2] = word(sa, r, k + 16 + 4 * t);
                 af[i][3] = word(sa, r + 8, k + 16 + 4 * t);
             }
+#pragma unroll
             for (int j = 0; j < 4; ++j) {
                 const int c = wn * 32 + j * 8 + g;
                 bf[j][0] = word(sb, c, k + 4 * t);
                 bf[j][1] = word(sb, c, k + 16 + 4 * t);
             }
+#pragma unroll
             for (int i = 0; i < 4; ++i)
+#pragma unroll
                 for (int j = 0; j < 4; ++j) mma_s8(acc[i][j], af[i], bf[j], acc[i][j]);
         }
     }
     const int m = l < plain ? moduli[l] : 256;  // (the levels' slice has no modulus)
     const float inv = 1.0f / m;
+#pragma unroll
     for (int i = 0; i < 4; ++i)
+#pragma unroll
         for (int j = 0; j < 4; ++j)
+#pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const int row = tm * 128 + wm * 64 + i * 16 + g + 8 * (q / 2);
                 const int col = tn * 128 + wn * 32 + j * 8 + 2 * t + q % 2;
