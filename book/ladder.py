@@ -250,7 +250,8 @@ def milestones(df: pd.DataFrame) -> pd.DataFrame:
 
 LANDING_STEPS = {"naive32": "2. naive", "tiled32": "4. shared-memory\ntiles",
                  6: "6. register tiles", 8: "8. warp tiles,\ncp.async",
-                 "book_sgemm": "9. book.sgemm", "tf32x3_wgmma": "10. 3xTF32 on\ntensor cores"}
+                 "book_sgemm": "9. book.sgemm", "tf32x3_wgmma": "10. 3xTF32 on\ntensor cores",
+                 OZAKI_KERNEL: "12. INT8, the\nOzaki scheme"}
 """The landing page's rungs: a kernel id, or a chapter (its fastest kernel), and their labels."""
 
 
@@ -330,12 +331,17 @@ def payoff(df: pd.DataFrame) -> str:
             + each("book_sgemm", lambda v: f"{v:.0f}% of cuBLAS SGEMM's speed", lambda v: f"{v:.0f}%")
             + (beside(" (Triton's autotuned FP32 `tl.dot`: ", "triton_fp32", lambda v: f"{v:.0f}%")
                + ")" if instead else "")
-            + "; its 3xTF32 tensor-core kernel, at SGEMM's accuracy, runs "
+            + "; its 3xTF32 tensor-core kernel, with float32's accuracy (chapter 10 sets its error "
+            "beside SGEMM's), runs "
             + each("tf32x3_wgmma", lambda v: f"{v / 100:.2f} times as fast as cuBLAS SGEMM",
                    lambda v: f"{v / 100:.2f} times")
             + (beside(" (Triton's 3xTF32: ", "triton_tf32x3", lambda v: f"{v / 100:.2f}")
                + beside(" times; PyTorch's TF32 matmul, at TF32's accuracy: ", "torch_tf32",
                         lambda v: f"{v / 100:.2f}") + " times)" if instead else "")
+            + ("; and `precision=\"ozaki\"`, float32 products from exact INT8 ones with a guard "
+               "that keeps SGEMM's error bound for each element, "
+               + each(OZAKI_KERNEL, lambda v: f"{v / 100:.2f} times", lambda v: f"{v / 100:.2f} times")
+               if all((d, OZAKI_KERNEL) in steps.index for d in gpus) else "")
             + ". Every kernel was checked against float64 before it was timed beside cuBLAS; each "
             f"% is over that GPU's cuBLAS figure of chapter 0.\n\n{PAYOFF_END}")
 

@@ -17,8 +17,9 @@ def test_moduli_checks_and_times_every_count_beside_cublas():
 
 def test_passes_are_timed_one_by_one_after_a_check():
     df = L.passes([(40, 30, 50)]).set_index("pass")
+    tiled = ["products, mma.sync tiled"] if L.products_kernel() == "wgmma" else []
     assert list(df.index) == ["magnitudes", "residues", "products", "reconstruct", "the call",
-                              "cuBLAS SGEMM"]
+                              "cuBLAS SGEMM"] + tiled
     assert (df.time_ms > 0).all() and df.loc["the call", "of_call"] == 1.0
     assert df.rel_error.iloc[0] < 1e-6
 
@@ -37,6 +38,7 @@ def test_the_figures_keep_the_book_s_rules():
 
 def test_the_int8_ceiling_says_why_it_is_not_measured_here_or_measures_it():
     df = L.int8_ceiling((256,), iters=2)
-    assert len(df) == 2 and df.what.iloc[0].startswith("wgmma")
+    assert len(df) == 3 and df.what.iloc[0].startswith("wgmma")
+    assert df.what.iloc[1].startswith("mma.sync") and df.status.iloc[1] == "ok"
     for _, row in df.iterrows():
         assert row.status == "ok" and row.tops > 0 or row.status.startswith("skipped")

@@ -213,9 +213,11 @@ def goal_table(every: dict) -> pd.DataFrame:
 
 
 def plot_moduli(df: pd.DataFrame):
-    """The number of moduli against the error (left) and the speed over cuBLAS SGEMM (right),
-    one line per shape, beside the book's 3xTF32 and cuBLAS SGEMM's own error."""
+    """The number of moduli against the error (top) and the speed over cuBLAS SGEMM (bottom),
+    one line per shape (its own marker, and shifted a little along x, so that equal values stay
+    visible), beside each shape's 3xTF32 and cuBLAS SGEMM's own error in the same colour."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from ..harness.plots import STYLE, check_readable
     ok = df[(df.status == "ok") & df.kernel.str.startswith("ozaki_n")]
@@ -224,54 +226,59 @@ def plot_moduli(df: pd.DataFrame):
         fig, (err, speed) = plt.subplots(2, 1, figsize=(6.8, 8.4))
         for i, (M, N, K) in enumerate(shapes):
             g = ok[(ok.M == M) & (ok.N == N) & (ok.K == K)].sort_values("moduli")
-            name = f"{M}x{N}x{K}"
-            err.plot(g.moduli, g.rel_error, "o-", color=f"C{i}", label=name)
-            speed.plot(g.moduli, g.x_cublas, "o-", color=f"C{i}", label=name)
-            for kernel, style, what in (("cublas", ":", "cuBLAS SGEMM"),
-                                        ("book_tf32x3", "--", "3xTF32")):
+            name, marker = f"{M}x{N}x{K}", "osD^v"[i % 5]
+            x = g.moduli + 0.06 * (i - (len(shapes) - 1) / 2)
+            err.plot(x, g.rel_error, "-", marker=marker, color=f"C{i}", label=name)
+            speed.plot(x, g.x_cublas, "-", marker=marker, color=f"C{i}", label=name)
+            for kernel, style, ax in (("cublas", ":", err), ("book_tf32x3", "--", speed)):
                 row = df[(df.kernel == kernel) & (df.M == M) & (df.N == N) & (df.K == K)
                          & (df.status == "ok")]
                 if len(row):
                     value = row.rel_error.iloc[0] if kernel == "cublas" else row.x_cublas.iloc[0]
-                    (err if kernel == "cublas" else speed).axhline(
-                        value, ls=style, color=f"C{i}", lw=1.2,
-                        label=f"{what} ({'dotted' if kernel == 'cublas' else 'dashed'})"
-                        if i == 0 else None)
+                    ax.axhline(value, ls=style, color=f"C{i}", lw=1.2)
         err.set_yscale("log")
         err.set_ylabel("relative error (vs float64)", fontsize=11)
         speed.set_ylabel("x cuBLAS SGEMM (its time / this time)", fontsize=11)
-        for ax in (err, speed):
+        for ax, style, what in ((err, ":", "cuBLAS SGEMM's error"), (speed, "--", "3xTF32")):
             ax.set_xlabel("moduli (INT8 products)", fontsize=11)
             ax.set_xticks(sorted(ok.moduli.unique()))
             ax.tick_params(labelsize=11)
-            ax.legend(fontsize=11, ncol=2, loc="upper left", bbox_to_anchor=(0, -0.2))
+            handles, _ = ax.get_legend_handles_labels()
+            handles.append(Line2D([], [], ls=style, color="0.35", lw=1.2,
+                                  label=f"{what}, each size's colour"))
+            ax.legend(handles=handles, fontsize=11, ncol=2, loc="upper left",
+                      bbox_to_anchor=(0, -0.2))
         fig.tight_layout(h_pad=2.0)
         plt.close(fig)
     return check_readable(fig)
 
 
 def plot_passes(df: pd.DataFrame):
-    """Where a call's time goes: each pass's time as a share of the call, one bar per shape,
-    with cuBLAS SGEMM's time on the same scale."""
+    """Where a call's time goes: each pass's share of the call, one bar per shape (so that the
+    small sizes show as well as the large), the call's time and cuBLAS SGEMM's written beside."""
     import matplotlib.pyplot as plt
 
     from ..harness.plots import STYLE, check_readable
     order = ["magnitudes", "residues", "products", "reconstruct"]
-    shapes = list(dict.fromkeys(zip(df.M, df.N, df.K)))
+    shapes = sorted(dict.fromkeys(zip(df.M, df.N, df.K)), key=lambda s: s[0] * s[1] * s[2])
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6.8, 2.6 + 0.6 * len(shapes)))
+        fig, ax = plt.subplots(figsize=(6.0, 2.6 + 0.6 * len(shapes)))
         for y, (M, N, K) in enumerate(shapes):
             g = df[(df.M == M) & (df.N == N) & (df.K == K)].set_index("pass").time_ms
-            left = 0.0
+            total, left = sum(g[name] for name in order), 0.0
             for i, name in enumerate(order):
-                ax.barh(y, g[name], left=left, color=f"C{i}", label=name if y == 0 else None)
-                left += g[name]
-            ax.plot(g["cuBLAS SGEMM"], y, "kD", ms=8, label="cuBLAS SGEMM" if y == 0 else None)
+                share = 100 * g[name] / total
+                ax.barh(y, share, left=left, color=f"C{i}", label=name if y == 0 else None)
+                left += share
+            ax.annotate(f"{total:.2f} ms\ncuBLAS {g['cuBLAS SGEMM']:.2f}", (100, y), xytext=(5, 0),
+                        textcoords="offset points", va="center", fontsize=11)
         ax.set_yticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], fontsize=11)
         ax.invert_yaxis()
-        ax.set_xlabel(f"ms, {df.device.iloc[0]}", fontsize=11)
+        ax.set_xlim(0, 100)
+        ax.set_xticks(range(0, 101, 20))
+        ax.set_xlabel(f"% of the passes' time, each timed alone; {df.device.iloc[0]}", fontsize=11)
         ax.tick_params(labelsize=11)
-        ax.legend(fontsize=11, ncol=3, loc="lower left", bbox_to_anchor=(0, 1.02))
+        ax.legend(fontsize=11, ncol=2, loc="lower left", bbox_to_anchor=(0, 1.02))
         fig.tight_layout()
         plt.close(fig)
     return check_readable(fig)
