@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import graphs as _graphs  # noqa: F401 (a replay of many launches: one CUDA graph)
 from . import replay as _replay
 from .runtime import BACKEND, Kernel, LaunchError, _libcuda, cupy
 

@@ -32,6 +32,9 @@ LIMIT = 256
 TABLE: OrderedDict = OrderedDict()
 """{a call's key: its replay}, filled by the library's calls (``book.sgemm``)."""
 _LOCK = threading.Lock()
+GRAPHS = None
+"""``graphs.build``, set where that module is imported (``direct`` imports it: the library's
+launches), so that a replay of many launches becomes one CUDA graph; None: launch by launch."""
 _GENERATION = [0]
 
 
@@ -90,9 +93,8 @@ class Recording:
                     return None
             steps.append(_step(fn, grid, block, list(args), shared, slots))
         keep = self.buffers
-        if all(hasattr(s, "graph") for s in steps):  # (a GPU's launches: one graph, where it can)
-            from .graphs import build
-            graph = build([s.graph for s in steps], [s.where for s in steps])
+        if GRAPHS is not None and all(hasattr(s, "graph") for s in steps):  # (a GPU's: one graph)
+            graph = GRAPHS([s.graph for s in steps], [s.where for s in steps])
             if graph is not None:
                 graph.keep = (graph.keep, keep, [s.keep for s in steps])
                 return graph
