@@ -151,6 +151,18 @@ def headline(kernel: str, device: str, n: int = 4096) -> tuple[float, float]:
     return float(row.gflops), float(row.pct_of_cublas)
 
 
+def glue_headline(name: str, kernel: str, device: str, measure: str = "x_cublas",
+                  n: int = 4096) -> float:
+    """Glue ``kernel``'s :func:`headline` at n on ``device`` under ``name``, as the claim
+    (kernel, n, GPU, measure) that ``tests/test_claims.py`` holds to one value on every page:
+    measure 'gflops', 'pct_of_cublas' or 'x_cublas' (that % over 100). Returns the value."""
+    from .harness.notebook import glue
+    gflops, pct = headline(kernel, device, n)
+    value = {"gflops": gflops, "pct_of_cublas": pct, "x_cublas": pct / 100}[measure]
+    glue(name, value, claim=(kernel, n, results.folder_of(device), measure))
+    return value
+
+
 def cublas_runs(gpu: str, n: int = 4096) -> pd.Series:
     """cuBLAS SGEMM's GFLOP/s at n in each results file of ``gpu`` that timed it ({file: GFLOP/s})."""
     runs = {}

@@ -128,11 +128,13 @@ def _collapsed(filename: str, body: str, count: int) -> str:
             f"\n\n</details>")
 
 
-def glue(name: str, value, display: bool = False) -> None:
+def glue(name: str, value, display: bool = False, claim: tuple | None = None) -> None:
     """Store ``value`` under ``name`` for ``{glue:text}`name`'' in the chapter's prose.
 
     The same output format as ``myst_nb.glue`` (which this book does not import, so that the
-    notebooks also run where only a Jupyter kernel is installed).
+    notebooks also run where only a Jupyter kernel is installed). ``claim``: what the value
+    states, (kernel, n, GPU, measure), kept in the output's metadata (``book_claim``), where
+    ``tests/test_claims.py`` holds every page that states it to one value.
     """
     import IPython
     import numpy as np
@@ -142,6 +144,8 @@ def glue(name: str, value, display: bool = False) -> None:
     bundle, metadata = IPython.core.formatters.format_display_data(value)
     prefix = "" if display else "application/papermill.record/"
     metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    if claim is not None:
+        metadata["book_claim"] = [str(x) for x in claim]
     ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
 
 
