@@ -160,3 +160,13 @@ def test_every_stored_kernel_listing_matches_the_kernel_sources():
     stale = {p.name: [i for i, *_ in stale_listings(p)]
              for p in sorted(Path(__file__).resolve().parents[1].glob("notebooks/*.ipynb"))}
     assert not any(stale.values()), {k: v for k, v in stale.items() if v}
+
+
+def test_each_gpu_says_a_figure_once_where_every_gpu_has_it():
+    from book.harness.notebook import each_gpu
+    assert each_gpu({"NVIDIA H100 80GB HBM3": 10, "NVIDIA H200": 10}) == "10 on each GPU"
+    assert (each_gpu({"NVIDIA H100 80GB HBM3": 0.04, "NVIDIA H200": 0.01}, lambda v: f"{v:.1f}%")
+            == "0.0% on each GPU")  # (the same once written)
+    assert (each_gpu({"NVIDIA H100 80GB HBM3": 17, "NVIDIA H200": 16})
+            == "17 on the H100 and 16 on the H200")
+    assert each_gpu({"NVIDIA H200": 3}) == "3 on the H200"

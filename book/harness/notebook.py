@@ -149,6 +149,16 @@ def glue(name: str, value, display: bool = False, claim: tuple | None = None) ->
     ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
 
 
+def each_gpu(values: dict, form=str) -> str:
+    """A figure per GPU as a sentence says it: "10 on each GPU" where every GPU's value reads the
+    same once written (``form``), else "10 on the H100 and 9 on the H200" ({device: value})."""
+    from .results import short_name
+    texts = {device: form(v) for device, v in values.items()}
+    if len(texts) > 1 and len(set(texts.values())) == 1:
+        return f"{next(iter(texts.values()))} on each GPU"
+    return " and ".join(f"{t} on the {short_name(d)}" for d, t in texts.items())
+
+
 LISTING_CALLS = ("show_source(", "show_diff(")
 """The calls whose output is a kernel listing: a function of the source files alone."""
 

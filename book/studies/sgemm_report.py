@@ -11,6 +11,7 @@ import pandas as pd
 from ..blas import DEFAULT, FIRST_CALL, FIRST_CALL_SMALL, FIRST_STREAMK, SMALL_S
 from ..blas.choice import _plan
 from ..harness import results
+from ..harness.notebook import each_gpu
 from ..launch.runtime import BACKEND
 from .sgemm_lab import (HELDOUT_FILE, MODEL_FILE, SUITE_FILE, BookSgemm, geomean_pct,
                         heldout_summary, layouts_summary)
@@ -157,6 +158,11 @@ def heldout_figures(runs: dict, tail: str) -> dict:
         figures[f"{key}_model_rho"] = report["rank correlation (median)"]
         figures[f"{key}_first_median"] = ours.first_call_s.median()
         figures[f"{key}_first_max"] = ours.first_call_s.max()
+    keys = {device: results.gpu_slug(device).replace("-", "_") + tail for device in runs}
+    for name, form in (("big_floor", str), ("thin_floor", str), ("regret", lambda v: f"{v:.1f}%"),
+                       ("model_timed", lambda v: f"{v:.0f}%")):  # (the GPUs together: each_gpu)
+        figures[f"every{tail}_{name}"] = each_gpu({d: figures[f"{k}_{name}"] for d, k in keys.items()},
+                                                  form)
     return figures
 
 
