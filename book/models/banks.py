@@ -72,14 +72,23 @@ def bank_picture(tile: int = 32):
                                                             0.95 * len(patterns) + 0.7))
         for ax, (name, words) in zip(axes, patterns.items()):
             banks = words % BANKS
-            ax.imshow(banks[None, :], cmap="hsv", vmin=0, vmax=BANKS, aspect="auto", alpha=0.6)
-            for lane, bank in enumerate(banks):
-                ax.text(lane, 0, str(bank), ha="center", va="center", fontsize=8)
+            if len(set(words.tolist())) == 1:  # one word for every lane: a broadcast, no conflict
+                ax.imshow(np.zeros((1, WARP)), cmap="Greys", vmin=0, vmax=1, aspect="auto")
+                ax.axhspan(-0.5, 0.5, fill=False, hatch="//", ec="0.55", lw=0)
+                ax.text(WARP / 2 - 0.5, 0, f"one word (bank {banks[0]}) for all 32 lanes: a broadcast",
+                        ha="center", va="center", fontsize=9,
+                        bbox=dict(fc="white", ec="none", pad=1.5))
+                what = "1 access (broadcast)"
+            else:
+                ax.imshow(banks[None, :], cmap="hsv", vmin=0, vmax=BANKS, aspect="auto", alpha=0.6)
+                for lane, bank in enumerate(banks):
+                    ax.text(lane, 0, str(bank), ha="center", va="center", fontsize=8)
+                what = f"{int(degree(words))}-way"
             ax.set_yticks([])
             ax.set_xticks(range(0, WARP, 4))
             ax.tick_params(axis="x", labelsize=8)
             ax.grid(False)
-            ax.set_title(f"{name} -- {int(degree(words))}-way", fontsize=9, loc="left")
+            ax.set_title(f"{name} -- {what}", fontsize=9, loc="left")
         axes[-1].set_xlabel(f"lane of warp 0 (block {tile}x{tile}); number in cell = bank")
         fig.tight_layout()
         plt.close(fig)

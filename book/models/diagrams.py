@@ -300,11 +300,11 @@ def pitched_rows(spec, n: int, layouts: dict[str, int], rows: int = 8):
                 ax.text(span // FLOAT + 1, r + 0.5, str(count), ha="left", va="center", fontsize=8.5)
             for x in range(0, span // FLOAT + 1, SECTOR_BYTES // FLOAT):
                 ax.axvline(x, color="0.5", lw=0.6)
-            ax.text(span // FLOAT + 1, -0.1, "sectors", ha="left", va="bottom", fontsize=8)
             ax.set_ylabel("row")
             ax.set_xlabel("float offset of the row's start\nwithin its 128-byte line")
-        fig.suptitle(f"{spec.label}, n = {n}: {width} floats of each row\n(red: one sector more "
-                     "than needed; grey lines: 32-byte sectors)", fontsize=9.5)
+        fig.suptitle(f"{spec.label}, n = {n}: {width} floats of each row\n(numbers: the sectors "
+                     "each row's read touches; red: one more than needed;\ngrey lines: 32-byte "
+                     "sectors)", fontsize=9.5)
         fig.tight_layout()
         plt.close(fig)
     return check_readable(fig)

@@ -122,8 +122,9 @@ def pitch_speedup(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pitch_plot(df: pd.DataFrame, *, title: str):
-    """Median GFLOP/s against n (linear axis) with the range over the repeats as error bars,
-    one panel per kernel, one line per layout (shifted sideways a little, to stay readable)."""
+    """Each padded layout's median GFLOP/s over the unpadded layout's at the same n (the factor
+    the text discusses), with the range over the repeats as error bars and the unpadded
+    layout's own spread as a grey band around 1: one panel per kernel."""
     import matplotlib.pyplot as plt
 
     from ..harness.plots import STYLE, check_readable, legend_below
@@ -133,19 +134,26 @@ def pitch_plot(df: pd.DataFrame, *, title: str):
         fig, axes = plt.subplots(len(kernels), 1, figsize=(STYLE["figure.figsize"][0], 3.6 * len(kernels)), squeeze=False)
         for ax, kernel in zip(axes[:, 0], kernels):
             d = ok[ok.kernel == kernel]
-            for i, (layout, g) in enumerate(d.groupby("layout", sort=False)):
-                q = g.groupby("M").gflops
-                med, lo, hi = q.median(), q.min(), q.max()
-                ax.errorbar(med.index + (i - 1) * 0.6, med, yerr=[med - lo, hi - med], capsize=2,
-                            marker="os^"[i % 3], label=layout)
+            layouts = list(dict.fromkeys(d.layout))
+            base = next(x for x in layouts if x.startswith("ld = n"))
+            b = d[d.layout == base].groupby("M").gflops
+            ref = b.median()
+            ax.fill_between(ref.index, b.min() / ref, b.max() / ref, color="0.85", step="mid",
+                            label=f"{base}: its repeats' range")
+            ax.axhline(1.0, color="0.4", lw=1)
+            for i, layout in enumerate(x for x in layouts if x != base):
+                q = d[d.layout == layout].groupby("M").gflops
+                med, lo, hi = (v / ref.reindex(v.index) for v in (q.median(), q.min(), q.max()))
+                ax.errorbar(med.index + (i - 0.5) * 0.6, med, yerr=[med - lo, hi - med], capsize=2,
+                            marker="s^"[i % 2], color=f"C{i + 1}", label=layout)
             for n in range(-(-int(d.M.min()) // 32) * 32, int(d.M.max()) + 1, 32):
                 ax.axvline(n, color="0.8", lw=0.8, zorder=0)
-            ax.set_title(d.label.iloc[0].split(", ld")[0], fontsize=9)
+            ax.set_title(d.label.iloc[0].split(", ld")[0], fontsize=10)
             ax.set_xlabel("n = M = N = K (grey: multiples of 32)")
-            ax.set_ylabel("GFLOP/s")
+            ax.set_ylabel("GFLOP/s over the\nunpadded layout's")
         fig.suptitle(f"{title}\n{df.attrs.get('source', '')}", fontsize=10)
         fig.tight_layout()
-        legend_below(fig, axes[0, 0], ncol=3, fontsize=8)
+        legend_below(fig, axes[0, 0], ncol=2, fontsize=9)
         plt.close(fig)
     return check_readable(fig)
 
