@@ -39,18 +39,23 @@ rung after cuBLAS's."""
 MARKERS = "osD^vPX*"
 
 
+SECOND_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8c564b")
+"""Colours for a family's second, third ... kernel in one panel (Okabe and Ito's palette, which
+stays apart for readers with colour-vision deficiencies), each used once a panel."""
+
+
 def family_styles(chapters) -> list[dict]:
-    """Line styles for kernels of the given chapters, in order: each family's colour, shaded and
-    marked differently for the second, third ... kernel of the same family."""
-    from matplotlib.colors import to_rgb
+    """Line styles for kernels of the given chapters, in order: the first kernel of each family in
+    the family's colour, each further one in a colour of its own (SECOND_COLOURS, none used twice
+    in the panel, none a family colour already there), marked and dashed differently too."""
+    from matplotlib.colors import to_hex
     seen, out = {}, []
+    used = {to_hex(FAMILIES.get(ch, ("", "#17becf"))[1]) for ch in chapters}
+    spare = [c for c in SECOND_COLOURS if to_hex(c) not in used]
     for ch in chapters:
         k = seen[ch] = seen.get(ch, -1) + 1
-        name, color = FAMILIES.get(ch, ("", "#17becf"))
-        rgb = np.array(to_rgb(color))
-        shade = (0.0, -0.35, 0.4, -0.2, 0.6, -0.5)[k % 6]  # darker / lighter, never black or white
-        rgb = rgb * (1 + shade) if shade < 0 else rgb + (1 - rgb) * shade
-        out.append({"color": tuple(rgb), "marker": MARKERS[k % len(MARKERS)],
+        color = FAMILIES.get(ch, ("", "#17becf"))[1] if k == 0 or not spare else spare.pop(0)
+        out.append({"color": color, "marker": MARKERS[k % len(MARKERS)],
                     "ls": ("-", "--", "-.", ":")[k % 4]})
     return out
 

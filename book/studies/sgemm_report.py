@@ -211,7 +211,8 @@ def heldout_plot(runs: dict):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, NullLocator
 
-    from ..harness.plots import FAMILIES, LABEL_GREY, STYLE, check_readable, direct_labels
+    from ..harness.plots import (FAMILIES, LABEL_GREY, SECOND_COLOURS, STYLE, check_readable,
+                                 direct_labels)
     from ..harness.results import short_name
     color = FAMILIES[9][1]
     with plt.rc_context(STYLE):
@@ -223,11 +224,11 @@ def heldout_plot(runs: dict):
             flops = 2.0 * b.M * b.N * b.K
             skinny = np.minimum(b.M, b.N) < 64
             marker = ("o", "s")[i % 2]
-            name = short_name(device)
-            ax.scatter(flops[~skinny], b.pct_of_cublas[~skinny], marker=marker, color=color,
-                       alpha=1.0 - 0.4 * i, label=f"{name}, min(M, N) >= 64", zorder=3)
+            name, tone = short_name(device), (color, SECOND_COLOURS[1])[i % 2]  # (a colour per GPU)
+            ax.scatter(flops[~skinny], b.pct_of_cublas[~skinny], marker=marker, color=tone,
+                       label=f"{name}, min(M, N) >= 64", zorder=3)
             ax.scatter(flops[skinny], b.pct_of_cublas[skinny], marker=marker, facecolors="none",
-                       edgecolors=color, alpha=1.0 - 0.4 * i, label=f"{name}, skinny", zorder=3)
+                       edgecolors=tone, label=f"{name}, skinny", zorder=3)
         for y, ls in ((100, "-"), (90, ":")):
             ax.axhline(y, color="k", lw=1, ls=ls, zorder=1)
         ax.set_xscale("log"), ax.set_yscale("log")
