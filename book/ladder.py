@@ -503,7 +503,7 @@ def ladder_plot(df: pd.DataFrame):
     marked = {lab: k for lab, k in marked.items() if k in marks}
     names = [wrap(lab + (" ◆" if lab in marked else ""), 36) for lab in labels]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(STYLE["figure.figsize"][0], 0.36 * len(labels) + 2.0))
+        fig, ax = plt.subplots(figsize=(STYLE["figure.figsize"][0], 0.3 * len(labels) + 2.0))
         height, handles = 0.8 / len(gpus), []
         for g, gpu in enumerate(gpus):
             sub = gpu_rows[gpu_rows.device == gpu].set_index("label")
