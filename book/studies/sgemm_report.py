@@ -41,12 +41,13 @@ def what_helped(candidates_df: pd.DataFrame) -> pd.DataFrame:
 
 def summary(suite_df: pd.DataFrame) -> dict:
     """The goal's figures for one GPU's suite: geometric mean and minimum % of cuBLAS, and the
-    two squares the goal names."""
+    two squares the goal names; each % over the cuBLAS timed in the same interleaved rounds (the
+    ladder's over chapter 0's cuBLAS figure: ``ladder.headline``)."""
     b = suite_df[(suite_df.kernel == BookSgemm.id) & (suite_df.status == "ok")]
     pct = b.set_index(["M", "N", "K"]).pct_of_cublas
     return {"shapes": len(b), "geomean (%)": geomean_pct(pct),
-            "min (%)": float(pct.min()), "at 4096^3 (%)": float(pct.get((4096, 4096, 4096), np.nan)),
-            "at 8192^3 (%)": float(pct.get((8192, 8192, 8192), np.nan))}
+            "min (%)": float(pct.min()), "at 4096³ (%)": float(pct.get((4096, 4096, 4096), np.nan)),
+            "at 8192³ (%)": float(pct.get((8192, 8192, 8192), np.nan))}
 
 
 def shape_label(M: int, N: int, K: int) -> str:
