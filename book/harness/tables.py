@@ -126,8 +126,12 @@ def readable(df: pd.DataFrame, columns: list[str] | None = None,
     """``df`` (or its ``columns``) for a reader: headers with units, rounded values (other floats
     to ``digits`` significant digits), "--" where a value is missing (never NaN or <NA>), and
     kernel labels instead of ids where the index (or its level named kernel) holds ids (from
-    ``df``'s ``label`` column, or from ``labels``: id -> label)."""
+    ``df``'s ``label`` column, or from ``labels``: id -> label). cuBLAS's own row has no "% of
+    cuBLAS": the column divides by a cuBLAS figure, and cuBLAS is not a share of itself."""
     out = df[columns].copy() if columns else df.copy()
+    if df.index.name == "kernel" and "pct_of_cublas" in out.columns and "cublas" in out.index:
+        out["pct_of_cublas"] = out["pct_of_cublas"].astype(float)
+        out.loc["cublas", "pct_of_cublas"] = np.nan  # (not a share of itself: shown as --)
     if df.index.nlevels == 1 and (df.index.name == "kernel" or labels):
         if "label" in df.columns and df.index.name == "kernel":
             labels = dict(zip(df.index, df["label"]))
