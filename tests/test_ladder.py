@@ -234,3 +234,15 @@ def test_every_ladder_so_far_closes_its_arithmetic(chapter):
                 continue
             rate = float(rate.replace(",", ""))
             assert abs(100 * rate / ref - float(pct)) <= 0.05 + 100 * 0.5 / ref * (1 + rate / ref)
+
+
+def test_a_ratio_within_a_kernel_s_own_spread_between_runs_is_no_gain(monkeypatch):
+    """ladder.spread: the largest fastest-over-slowest of a kernel's recorded runs on either GPU,
+    never below SAME_GPU; gains() puts a ratio within it under 'noise', not 'rest'."""
+    import pandas as pd
+    from book import ladder
+    runs = {("a", "k"): [100.0, 112.0], ("b", "k"): [110.0], ("a", "j"): [100.0], ("b", "j"): [100.0]}
+    monkeypatch.setattr(ladder, "kernel_runs", lambda gpu, kernel, n=4096: pd.Series(runs[gpu, kernel]))
+    monkeypatch.setattr(ladder.results, "folder_of", lambda d: d)
+    assert abs(ladder.spread("k", ("a", "b")) - 0.12) < 1e-12
+    assert ladder.spread("j", ("a", "b")) == ladder.SAME_GPU
