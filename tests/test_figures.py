@@ -127,6 +127,7 @@ def _diagrams():
     yield "06 register_tile", lambda: diagrams.register_tile(k["reg128x128x16_8x8"])
     yield "06 register_tile, TN=4", lambda: diagrams.register_tile(variant(k["reg128x128x16_8x8"], TN=4))
     yield "07 pitched_rows", lambda: diagrams.pitched_rows(k["tiled_ld16"], 1001, pitch.layouts())
+    yield "08 transposed_tile", lambda: diagrams.transposed_tile(chapter_kernels(8)[0])
     yield "08 warp_tiles", lambda: diagrams.warp_tiles(chapter_kernels(8)[3])
     yield "08 pipeline", lambda: diagrams.pipeline(chapter_kernels(8)[-1], tiles=8)
     yield "08 pipeline, STAGES=3", lambda: diagrams.pipeline(variant(chapter_kernels(8)[-1], STAGES=3),

@@ -310,6 +310,45 @@ def pitched_rows(spec, n: int, layouts: dict[str, int], rows: int = 8):
     return check_readable(fig)
 
 
+# Chapter 8, step 1: float4 loads of A, stored transposed ----------------------------------------
+
+def transposed_tile(spec, rows: int = 16, threads: int = 8):
+    """08_vectorized.cu's copy of A's tile, its first ``rows`` rows: left, A in global memory, each
+    of the first ``threads`` threads' float4 (LDG.128: four adjacent k's of one row) in its own
+    colour; right, where those floats land in the k-major shared tile As[k][m] (a column each),
+    and outlined the TM values of A one thread then reads for one k (LDS.128s)."""
+    d = _defines(spec)
+    bk, tm = d["BK"], d["TM"]
+    per_row = bk // 4
+    with plt.rc_context(STYLE):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(STYLE["figure.figsize"][0], 4.2),
+                                          gridspec_kw={"width_ratios": [bk, rows]})
+        _cells(left, rows, bk, f"A's tile in global memory\n({rows} of its {d['BM']} rows, BK = {bk})")
+        _cells(right, bk, rows, f"As[k][m] in shared memory, k-major\n({rows} of its {d['BM']} columns)")
+        for ax, r, c in ((left, rows, bk), (right, bk, rows)):
+            for x in range(c + 1):
+                ax.axvline(x, color="0.85", lw=0.6)
+            for y in range(r + 1):
+                ax.axhline(y, color="0.85", lw=0.6)
+        for t in range(threads):
+            r, c = t // per_row, 4 * (t % per_row)
+            colour = f"C{t % 10}"
+            _box(left, c, r, 4, 1, fill=True, fc=colour, alpha=0.75, ec="white")
+            _box(right, r, c, 1, 4, fill=True, fc=colour, alpha=0.75, ec="white")
+        shown = ceil_div(threads, per_row)
+        left.set_yticks([r + 0.5 for r in range(shown)],
+                        [", ".join(f"t{t}" for t in range(r * per_row, (r + 1) * per_row))
+                         for r in range(shown)], fontsize=10)
+        right.set_xticks([r + 0.5 for r in range(shown)], [f"m={r}" for r in range(shown)],
+                         fontsize=10, rotation=90)
+        _box(right, 0, 0, tm, 1, ec=HIGHLIGHT, lw=2.5)
+        left.set_xlabel("k: one colour = one thread's\nfloat4 (LDG.128), 4 adjacent k's")
+        right.set_xlabel(f"m; red: the {tm} values one thread reads\nat k = 0, adjacent (two LDS.128)")
+        fig.tight_layout()
+        plt.close(fig)
+    return check_readable(fig)
+
+
 # Chapter 8: warp tiles and the cp.async pipeline ------------------------------------------------
 
 def warp_layout(spec, lane: int = 0) -> dict:
