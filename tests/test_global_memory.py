@@ -147,3 +147,34 @@ def test_a_device_array_indexed_past_its_end_is_named():
                                           r"table\[i\] on line \d+: index 8 is outside the array, "
                                           r"which has 8 elements"):
         kernel("table_fill")(1, 8, (np.int32(16),))
+
+
+def test_restrict_pointers_read_right():
+    x = np.arange(4 * 32 + 4, dtype=np.float32)
+    out = xp.zeros(32, dtype=xp.float32)
+    kernel("restrict_read_at")(1, 32, (to_device(x), out, np.int32(2)))
+    assert np.array_equal(to_host(out), x[2:34])
+    kernel("restrict_float4")(1, 32, (to_device(x), out, np.int32(4)))
+    assert np.array_equal(to_host(out), x[4:132].reshape(32, 4).sum(axis=1))
+
+
+@on_cpu
+def test_an_index_through_a_restrict_pointer_is_checked_as_any_other():
+    """const float* __restrict__: g++'s is_pointer is false for it, and the check was skipped
+    (in[-1] read the guard bytes' NaN, with no message)."""
+    with pytest.raises(LaunchError, match=r"restrict_read_at: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"in\[offset \+ \(int\)threadIdx.x\] on line \d+ is element -1 "
+                                          r"of `in`"):
+        kernel("restrict_read_at")(1, 32, (np.zeros(32, np.float32), np.zeros(32, np.float32),
+                                           np.int32(-1)))
+    with pytest.raises(LaunchError, match=r"restrict_local: .*row\[-1\] on line \d+ is element -1 of `x`"):
+        kernel("restrict_local")(1, 32, (np.zeros(32, np.int32), np.zeros(32, np.int32)))
+
+
+@on_cpu
+def test_a_misaligned_vector_load_through_a_restrict_pointer_is_refused():
+    with pytest.raises(LaunchError, match=r"restrict_float4: block \(0, 0, 0\), thread \(0, 0, 0\): "
+                                          r"misaligned address: the reinterpret_cast to float4\* on "
+                                          r"line \d+ gives an address 4 bytes past a 16-byte boundary"):
+        kernel("restrict_float4")(1, 32, (np.zeros(4 * 32 + 4, np.float32), np.zeros(32, np.float32),
+                                          np.int32(1)))

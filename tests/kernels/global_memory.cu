@@ -82,3 +82,21 @@ extern "C" __global__ void row_left(const float* in, float* out, int n, int shif
 extern "C" __global__ void table_fill(int count) {
     for (int i = threadIdx.x; i < count; i += blockDim.x) table[i] = float(i);
 }
+
+// The same accesses through __restrict__ pointers (as most optimized kernels write them): the
+// emulator's checks see through the qualifier.
+extern "C" __global__ void restrict_read_at(const float* __restrict__ in, float* __restrict__ out,
+                                            int offset) {
+    out[threadIdx.x] = in[offset + (int)threadIdx.x];
+}
+
+extern "C" __global__ void restrict_float4(const float* __restrict__ in, float* __restrict__ out,
+                                           int i) {
+    const float4 v = *reinterpret_cast<const float4*>(in + i + 4 * threadIdx.x);
+    out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
+extern "C" __global__ void restrict_local(const int* __restrict__ x, int* __restrict__ out) {
+    const int* __restrict__ row = x + threadIdx.x;
+    out[threadIdx.x] = row[-1];  // x[-1] at thread 0
+}

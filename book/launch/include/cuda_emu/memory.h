@@ -22,6 +22,16 @@
 
 namespace cuda_emu {
 
+// A pointer type without __restrict__: g++ keeps the qualifier in the type, where
+// std::is_pointer is false (for `const float* __restrict__ x` the checks below were skipped), so
+// every check sees through it.
+template <class T> struct unrestrict { using type = T; };
+template <class T> struct unrestrict<T* __restrict__> { using type = T*; };
+template <class T> struct unrestrict<T* const __restrict__> { using type = T*; };
+template <class T> struct unrestrict<T* volatile __restrict__> { using type = T*; };
+template <class T> struct unrestrict<T* const volatile __restrict__> { using type = T*; };
+template <class T> using unrestrict_t = typename unrestrict<T>::type;
+
 // Where the worker writes the number of arguments and each one's address and bytes, in the fault
 // page, before the launch (book/launch/worker.py's ARGUMENTS and POINTERS).
 constexpr int kArgumentsAt = 240, kPointersAt = 256;
@@ -81,9 +91,10 @@ inline I global_index(const P& p, int line, const char* text, I i) {
         }
         return i;
     }
-    if constexpr (std::is_pointer_v<P> && std::is_integral_v<I> &&
-                  !std::is_void_v<std::remove_pointer_t<P>>) {
-        using T = std::remove_cv_t<std::remove_pointer_t<P>>;
+    using U = unrestrict_t<std::remove_cv_t<unrestrict_t<P>>>;
+    if constexpr (std::is_pointer_v<U> && std::is_integral_v<I> &&
+                  !std::is_void_v<std::remove_pointer_t<U>>) {
+        using T = std::remove_cv_t<std::remove_pointer_t<U>>;
         const auto base = reinterpret_cast<std::uintptr_t>(p);
         const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
         const std::uintptr_t at = base + std::uintptr_t(index) * sizeof(T);
@@ -121,9 +132,10 @@ inline decltype(auto) cast_operand(P&& p) {
 template <class T, int kind, class P>
 inline T checked_cast(const char* type, int line, P&& operand) {
     decltype(auto) p = cast_operand(std::forward<P>(operand));
-    using Q = std::decay_t<decltype(p)>;
-    if constexpr (std::is_pointer_v<T> && std::is_pointer_v<Q>) {
-        using V = std::remove_cv_t<std::remove_pointer_t<T>>;
+    using Q = unrestrict_t<std::remove_cv_t<unrestrict_t<std::decay_t<decltype(p)>>>>;
+    using R = unrestrict_t<std::remove_cv_t<unrestrict_t<T>>>;
+    if constexpr (std::is_pointer_v<R> && std::is_pointer_v<Q>) {
+        using V = std::remove_cv_t<std::remove_pointer_t<R>>;
         if constexpr (!std::is_void_v<V> && !std::is_function_v<V>) {
             auto at = reinterpret_cast<std::uintptr_t>((const volatile void*)(p));
             // On a GPU each array starts on 256 bytes; the worker places each where a GPU would
