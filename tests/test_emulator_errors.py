@@ -38,11 +38,12 @@ def test_threads_that_exit_before_a_barrier_do_not_count():
     np.testing.assert_array_equal(out, np.arange(32))
 
 
-def test_shuffle_naming_an_exited_lane():
+def test_shuffle_reading_an_exited_lane():
+    """Lane 31 has exited: the full-mask shuffle runs without it (as on a GPU), but lane 30 reads
+    its value, which a GPU leaves undefined."""
     with pytest.raises(LaunchError, match=(
-            r"shfl_after_exit: block \(0, 0, 0\): a __shfl\*_sync at line 22 in thread "
-            r"\(0, 0, 0\) has mask 0xffffffff, which names lane 31, but thread \(31, 0, 0\) has "
-            r"exited")):
+            r"shfl_after_exit: block \(0, 0, 0\), thread \(30, 0, 0\): a __shfl\*_sync at line 22 "
+            r"reads lane 31, which has exited: on a GPU the value is undefined")):
         bug("shfl_after_exit")(1, 32, (np.zeros(32, np.float32),))
     still_works()
 
@@ -291,3 +292,13 @@ def test_a_worker_that_may_not_open_proc_gets_a_named_arena(monkeypatch):
         monkeypatch.undo()
         emulator._worker.close()  # its named file removed
         emulator._Arena.named = False
+
+
+def test_a_shuffle_that_reads_a_lane_which_has_exited_is_named():
+    from conftest import SEMANTICS
+    with pytest.raises(LaunchError, match=(
+            r"shfl_from_exited: block \(0, 0, 0\), thread \(4, 0, 0\): a __shfl\*_sync at line \d+ "
+            r"reads lane 20, which has exited: on a GPU the value is undefined")):
+        load_kernel(SEMANTICS, "shfl_from_exited")(1, 32, (np.zeros(32, np.int32),
+                                                           np.zeros(32, np.int32), np.int32(20)))
+    still_works()

@@ -75,3 +75,17 @@ def test_warp_aggregated_atomic(semantics, live):
     assert int(to_host(counter)[0]) == live
     got = to_host(slot)
     assert sorted(got[:live]) == list(range(live)) and (got[live:] == -1).all()
+
+
+def test_full_mask_collectives_after_some_lanes_returned(semantics):
+    """`if (i >= n) return;` then a full-mask __ballot_sync, __any_sync, __all_sync and
+    __syncwarp: legal, the exited lanes absent (the emulator once refused it, naming the exited
+    lane); the GPU host runs the same kernel."""
+    n = 20
+    x = np.random.default_rng(3).integers(-10, 10, 32).astype(np.int32)
+    ballot, anyall, synced = (xp.zeros(32, dtype=t) for t in (xp.uint32, xp.int32, xp.int32))
+    semantics("collectives_after_return")(1, 32, (to_device(x), ballot, anyall, synced, np.int32(n)))
+    want = sum(1 << i for i in range(n) if x[i] > 0)
+    assert (to_host(ballot)[:n] == want).all() and (to_host(ballot)[n:] == 0).all()
+    assert (to_host(anyall)[:n] == int((x[:n] > 5).any()) + 2).all()
+    assert (to_host(synced)[:n] == 1).all() and (to_host(synced)[n:] == 0).all()

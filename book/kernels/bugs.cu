@@ -16,7 +16,7 @@ extern "C" __global__ void barrier_then_exit(float* out) {
     out[threadIdx.x] = threadIdx.x;
 }
 
-// Lane 31 exits before a shuffle whose mask names it.
+// Lane 31 exits before a full-mask shuffle, and lane 30 reads it.
 extern "C" __global__ void shfl_after_exit(float* out) {
     if (threadIdx.x == 31) return;
     out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1.0f * threadIdx.x, 1);

@@ -142,3 +142,23 @@ extern "C" __global__ void aggregated_count(int* counter, int* slot, int live) {
     base = __shfl_sync(mask, base, leader);
     slot[t] = base + __popc(mask & ((1u << lane) - 1u));
 }
+
+// Full-mask collectives after some lanes have returned: legal (the lanes that exited are not
+// waited for), as a GPU runs them. out[i]: the ballot of x > 0, the warp's sum by shuffles among
+// the live lanes (xor partners that exited read as 0 via a guard), and 1 after a __syncwarp.
+extern "C" __global__ void collectives_after_return(const int* x, unsigned* ballot, int* any,
+                                                    int* synced, int n) {
+    const int i = threadIdx.x;
+    if (i >= n) return;
+    ballot[i] = __ballot_sync(0xffffffffu, x[i] > 0);
+    any[i] = __any_sync(0xffffffffu, x[i] > 5) + 2 * __all_sync(0xffffffffu, x[i] > -1000);
+    __syncwarp();
+    synced[i] = 1;
+}
+
+// A shuffle that reads a lane which has exited: undefined on a GPU, an error here.
+extern "C" __global__ void shfl_from_exited(const int* x, int* out, int n) {
+    const int i = threadIdx.x;
+    if (i >= n) return;
+    out[i] = __shfl_down_sync(0xffffffffu, x[i], 16);
+}

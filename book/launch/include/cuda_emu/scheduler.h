@@ -366,22 +366,28 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
         for (std::size_t i = base; i < end; ++i) {
             Fiber& f = fibers[i];
             if (f.state != AT_WARP || f.op == ACTIVE) continue;
+            // A lane of the mask that has exited counts as absent, as on a GPU (the Programming
+            // Guide's collectives wait for the non-exited threads of the mask): `if (i >= n)
+            // return;` before a full-mask __ballot_sync is legal. (Not for mma: .aligned.)
             bool complete = true;
+            unsigned live = 0;
             for (unsigned l = 0; l < 32 && complete; ++l) {
                 if (!(f.mask >> l & 1u)) continue;
                 const std::size_t j = base + l;
+                if (j < end && fibers[j].state == DONE && f.op != MMA) continue;
                 complete = j < end && fibers[j].state == AT_WARP && fibers[j].mask == f.mask &&
                            fibers[j].op == f.op;
+                live |= 1u << l;
             }
             if (!complete) continue;
             unsigned long long ballot = 0;
             bool same = true;  // (__match_all_sync) every lane of the mask brings f's value
             for (unsigned l = 0; l < 32; ++l)
-                if (f.mask >> l & 1u) {
+                if (live >> l & 1u) {
                     if (fibers[base + l].value) ballot |= 1ull << l;
                     same &= fibers[base + l].value == f.value;
                 }
-            const unsigned long long reduced = f.op == REDUCE ? reduce_lanes(fibers, base, f.mask, f.src) : 0;
+            const unsigned long long reduced = f.op == REDUCE ? reduce_lanes(fibers, base, live, f.src) : 0;
             if (f.op == MMA) {  // the whole warp (its mask is): compute every lane's D at once
                 MmaTf32* lanes[32];
                 for (unsigned l = 0; l < 32; ++l)
@@ -389,15 +395,23 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                 mma_tf32_release(lanes);
             }
             for (unsigned l = 0; l < 32; ++l) {
-                if (!(f.mask >> l & 1u)) continue;
+                if (!(live >> l & 1u)) continue;
                 Fiber& g = fibers[base + l];
                 if (g.op == SHFL) {
-                    if (!(f.mask >> g.src & 1u)) {  // on a GPU: an undefined value
+                    if (!(live >> g.src & 1u)) {  // on a GPU: an undefined value
                         char what[512];
-                        std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, %u):"
-                                      " a __shfl*_sync at line %d reads lane %u, which its mask "
-                                      "0x%08x leaves out", block_idx.x, block_idx.y, block_idx.z,
-                                      g.tid.x, g.tid.y, g.tid.z, g.line, g.src, f.mask);
+                        if (f.mask >> g.src & 1u)  // in the mask, but exited
+                            std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, "
+                                          "%u): a __shfl*_sync at line %d reads lane %u, which has "
+                                          "exited: on a GPU the value is undefined", block_idx.x,
+                                          block_idx.y, block_idx.z, g.tid.x, g.tid.y, g.tid.z,
+                                          g.line, g.src);
+                        else
+                            std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, "
+                                          "%u): a __shfl*_sync at line %d reads lane %u, which its "
+                                          "mask 0x%08x leaves out", block_idx.x, block_idx.y,
+                                          block_idx.z, g.tid.x, g.tid.y, g.tid.z, g.line, g.src,
+                                          f.mask);
                         worker->errors->report(what);
                         worker->failed = true;
                         return false;
@@ -408,9 +422,9 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                 } else if (g.op == MATCH_ANY) {  // the lanes of the mask whose value is g's
                     g.result = 0;
                     for (unsigned k = 0; k < 32; ++k)
-                        if (f.mask >> k & 1u && fibers[base + k].value == g.value) g.result |= 1ull << k;
+                        if (live >> k & 1u && fibers[base + k].value == g.value) g.result |= 1ull << k;
                 } else if (g.op == MATCH_ALL) {
-                    g.result = same ? f.mask : 0u;
+                    g.result = same ? live : 0u;
                 } else {
                     g.result = ballot;
                 }
