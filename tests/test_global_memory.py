@@ -178,3 +178,21 @@ def test_a_misaligned_vector_load_through_a_restrict_pointer_is_refused():
                                           r"line \d+ gives an address 4 bytes past a 16-byte boundary"):
         kernel("restrict_float4")(1, 32, (np.zeros(4 * 32 + 4, np.float32), np.zeros(32, np.float32),
                                           np.int32(1)))
+
+
+def test_a_launch_within_launch_bounds_runs():
+    out = xp.zeros(256, dtype=xp.float32)
+    kernel("bounded")(1, 128, (out,))
+    kernel("bounded_t<256>")(1, 128, (out,))
+    assert to_host(out)[:128].tolist() == [2.0] * 128
+
+
+@on_cpu
+def test_a_launch_past_launch_bounds_is_refused_as_a_gpu_refuses_it():
+    """A GPU fails such a launch (CUDA_ERROR_INVALID_VALUE); the emulator once ran it."""
+    with pytest.raises(LaunchError, match=r"bounded: block \(0, 0, 0\), thread \(0, 0, 0\): the launch "
+                                          r"has 256 threads a block, but the kernel's __launch_bounds__ "
+                                          r"on line \d+ allows at most 128"):
+        kernel("bounded")(1, 256, (np.zeros(256, np.float32),))
+    with pytest.raises(LaunchError, match=r"allows at most 128"):
+        kernel("bounded_t<256>")(1, 256, (np.zeros(256, np.float32),))

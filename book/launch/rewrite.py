@@ -10,7 +10,9 @@ does):
   ``auto x = <init naming one>;`` (a copy of the value, not a proxy), one of them or an element
   of one passed to a function (the C++ object itself, so that templates deduce as on a GPU);
 * ``volatile T*`` variables and parameters into ``volatile_ptr``, whose accesses let the
-  block's other threads run first (warp-synchronous code, spin-waits).
+  block's other threads run first (warp-synchronous code, spin-waits);
+* a kernel's ``__launch_bounds__(most, ...)`` into a check, at its body's start, of the
+  launch's threads a block against ``most`` (a GPU refuses more).
 
 Every rewrite keeps the text's line breaks, so that compiler messages and ``__LINE__`` name the
 learner's lines. The scans of the last two kinds run on a copy of the text whose comments and
@@ -297,6 +299,36 @@ def checking() -> bool:
     return os.environ.get("BOOK_EMU_CHECK", "0") == "1"
 
 
+_LAUNCH_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
+
+
+def _launch_bounds(text: str) -> str:
+    """Each kernel with ``__launch_bounds__(most, ...)``: a check of the launch's threads a block
+    against ``most`` at the start of its body (``cuda_emu::launch_bounds``; on the same line, so
+    the kernel's lines keep their numbers), where a GPU refuses the launch."""
+    blanked = blank(text)
+    edits = []
+    for m in _LAUNCH_BOUNDS.finditer(blanked):
+        close = _close(blanked, m.end() - 1)
+        if close < 0:
+            continue
+        most = _split_top(text[m.end():close - 1])[0].strip()
+        line = blanked.count("\n", 0, m.start()) + 1
+        depth = 0
+        for i in range(close, len(blanked)):
+            ch = blanked[i]
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif depth == 0 and ch == ";":
+                break  # a declaration without a body
+            elif depth == 0 and ch == "{":
+                edits.append((i + 1, i + 1, f" ::cuda_emu::launch_bounds({line}, (long long)({most}));"))
+                break
+    return _apply(text, edits) if edits else text
+
+
 def emulate_source(text: str, check: bool | None = None) -> str:
     """``text`` as the emulator compiles it (``check``: for the check mode; by default as
     ``BOOK_EMU_CHECK`` says): global memory's rewrites (``rewrite_memory``), then shared
@@ -309,4 +341,4 @@ def emulate_source(text: str, check: bool | None = None) -> str:
     text = _SHARED_DECL.sub(lambda m: _checked_shared(m, check, names), text)
     text = _EXTERN_SHARED.sub(lambda m: _dynamic_shared(m, names), text)
     text = _volatile_pointers(text)
-    return _uses(text, names)
+    return _launch_bounds(_uses(text, names))

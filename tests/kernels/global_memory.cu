@@ -100,3 +100,13 @@ extern "C" __global__ void restrict_local(const int* __restrict__ x, int* __rest
     const int* __restrict__ row = x + threadIdx.x;
     out[threadIdx.x] = row[-1];  // x[-1] at thread 0
 }
+
+// __launch_bounds__(128): a GPU refuses a launch of more threads a block.
+extern "C" __global__ void __launch_bounds__(128) bounded(float* out) {
+    out[threadIdx.x] = 1.0f;
+}
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS / 2, 1) bounded_t(float* out) {
+    out[threadIdx.x] = 2.0f;
+}

@@ -161,4 +161,19 @@ inline T checked_cast(const char* type, int line, P&& operand) {
     else return (T)(p);
 }
 
+
+// A kernel's __launch_bounds__(most, ...), checked at its first statement (book/launch/rewrite.py
+// writes the call there): a launch of more threads a block than `most` fails on a GPU.
+inline void launch_bounds(int line, long long most) {
+    const unsigned long long threads =
+        (unsigned long long)block_dim.x * block_dim.y * block_dim.z;
+    if ((long long)threads <= most) return;
+    char what[512];
+    std::snprintf(what, sizeof what, "the launch has %llu threads a block, but the kernel's "
+                  "__launch_bounds__ on line %d allows at most %lld: on a GPU the launch fails "
+                  "(CUDA_ERROR_INVALID_VALUE, 'too many resources requested for launch')",
+                  threads, line, most);
+    fail_here(what);
+}
+
 }  // namespace cuda_emu
