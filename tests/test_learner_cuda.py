@@ -311,3 +311,13 @@ def test_a_slow_kernel_with_barriers_is_not_called_a_deadlock():
     with pytest.raises(LaunchError, match=r"the launch ran for 1 s, the emulator's limit") as e:
         load_kernel(LEARNER, "slow_with_barriers")((1,), (64,), (out,), timeout_s=1)
     assert "When it was stopped" not in str(e.value)
+
+
+def test_a_source_saved_with_a_byte_order_mark_compiles(tmp_path):
+    """An editor on Windows may save UTF-8 with a BOM: it once gave 'unrecognized token' at line 1."""
+    src = tmp_path / "bom.cu"
+    src.write_bytes(b"\xef\xbb\xbf" + b'extern "C" __global__ void twice(float* y) {\n'
+                    b"    y[threadIdx.x] *= 2.0f;\n}\n")
+    y = to_device(np.arange(32, dtype=np.float32))
+    load_kernel(src, "twice")(1, 32, (y,))
+    assert to_host(y).tolist() == [2.0 * i for i in range(32)]
