@@ -321,3 +321,17 @@ def test_a_source_saved_with_a_byte_order_mark_compiles(tmp_path):
     y = to_device(np.arange(32, dtype=np.float32))
     load_kernel(src, "twice")(1, 32, (y,))
     assert to_host(y).tolist() == [2.0 * i for i in range(32)]
+
+
+def test_helper_math_s_lerp_and_clamp_compile(tmp_path):
+    """The CUDA samples' helper_math.h defines lerp and clamp at global scope: the emulator once
+    refused lerp ('conflicts with std::lerp', which libstdc++'s math.h puts there)."""
+    src = tmp_path / "helper.cu"
+    src.write_text("inline __host__ __device__ float lerp(float a, float b, float t) { return a + t * (b - a); }\n"
+                   "inline __host__ __device__ float clamp(float f, float a, float b) "
+                   "{ return fmaxf(a, fminf(f, b)); }\n"
+                   'extern "C" __global__ void mix(float* y) {\n'
+                   "    y[threadIdx.x] = lerp(0.0f, 2.0f, 0.25f) + clamp(5.0f, 0.0f, 1.0f);\n}\n")
+    y = xp.zeros(32, dtype=xp.float32)
+    load_kernel(src, "mix")(1, 32, (y,))
+    assert (to_host(y) == 1.5).all()

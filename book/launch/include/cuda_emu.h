@@ -42,6 +42,10 @@
 // (-std=c++20 implies -ffp-contract=off), so fmaf() is the only fused multiply-add.
 #pragma once
 
+// C++20's std::lerp, which libstdc++'s <math.h> also puts in the global namespace, renamed while
+// the standard headers are read: a kernel's own lerp (the CUDA samples' helper_math.h) then
+// compiles as it does with nvcc.
+#define lerp cuda_emu_std_lerp_
 #include <algorithm>
 #include <chrono>
 #include <atomic>
@@ -74,3 +78,4 @@
 #include "cuda_emu/builtins.h"
 #include "cuda_emu/math.h"
 #include "cuda_emu/half.h"
+#undef lerp  // (std::lerp renamed above, while the standard headers were read)
