@@ -186,3 +186,22 @@ def test_book_kernels_build_without_warnings():
         load_kernel("06_regtile.cu", "matmul_regtile",
                     {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4})
         load_kernel(SIGNATURES, "scale_arrays")
+
+
+def test_a_device_variable_keeps_the_kernels_writes_between_launches(tmp_path):
+    """__device__ int total: set once from Python, then each launch adds to it, as on a GPU (the
+    emulator once wrote the value set from Python again before every launch)."""
+    from book import load_kernel, to_host, xp
+    src = tmp_path / "counter.cu"
+    src.write_text('__device__ int total;\nextern "C" __global__ void add(int* out) {\n'
+                   "    atomicAdd(&total, 1);\n    __syncthreads();\n"
+                   "    if (threadIdx.x == 0) out[0] = total;\n}\n")
+    kernel, out = load_kernel(src, "add"), xp.zeros(1, dtype=xp.int32)
+    kernel.set_constant("total", np.array([0], np.int32))
+    kernel(1, 64, (out,))
+    kernel(1, 64, (out,))
+    assert int(to_host(out)[0]) == 128
+    kernel.set_constant("total", np.array([1000], np.int32))
+    kernel(1, 64, (out,))
+    kernel(1, 64, (out,))
+    assert int(to_host(out)[0]) == 1128

@@ -311,7 +311,8 @@ class CpuModule:
 
     ``kernels``: load_kernel's name of each kernel -> its C++ name (``::k``, ``::ns::k``,
     ``::k<128, float>``); ``variables``: the names of its ``__constant__`` / ``__device__``
-    variables, whose values set from Python (``symbols``) the worker writes before each launch."""
+    variables, whose values set from Python (``symbols``) the worker writes before the next launch
+    (once: the launches after keep what the kernels wrote there, as on a GPU)."""
 
     def __init__(self, text: str, filename: str, kernels: dict[str, str], variables: list[str],
                  defines: dict[str, str]):
@@ -364,6 +365,9 @@ class CpuModule:
         symbols = tuple((f"cuda_emu_symbol_{self.variables[n]}", data)
                         for n, data in self.symbols.items())
         extra = {"symbols": symbols} if symbols else {}  # (a launch without them as before)
+        # Written once, as a GPU's copy to the symbol is: later launches keep the kernels' own
+        # writes to a __device__ variable (the library stays loaded in the worker).
+        self.symbols = {}
         if os.environ.get("BOOK_EMU_ISOLATION", "1") == "0":  # in this process: no safety net
             return _launch_here(str(self.path), export, grid, block, args, params, shared_mem,
                                 workers, **extra)
