@@ -187,12 +187,12 @@ def spread(kernel: str, devices, n: int = 4096) -> float:
     """The largest run-to-run spread of ``kernel`` at n on any of ``devices`` (fastest over slowest
     recorded run, less 1), and never less than :data:`SAME_GPU`: how far apart two of its
     figures must be to differ."""
-    worst = SAME_GPU
-    for d in devices:
-        r = kernel_runs(results.folder_of(d), kernel, n)
-        if len(r) > 1:
-            worst = max(worst, r.max() / r.min() - 1)
-    return worst
+    return _spread([kernel_runs(results.folder_of(d), kernel, n) for d in devices])
+
+
+def _spread(runs) -> float:
+    """:func:`spread` of the recorded runs given, a Series per GPU."""
+    return max([SAME_GPU] + [r.max() / r.min() - 1 for r in runs if len(r) > 1])
 
 
 def cublas_spread(n: int = 4096) -> pd.DataFrame:
@@ -592,21 +592,22 @@ def gains(df: pd.DataFrame, two: pd.DataFrame, base: str, other: str) -> dict[st
     in words, split by the roofline: ``dram``, those left of both GPUs' ridge points (DRAM
     bandwidth limits them); ``rest``, the others (the roofline does not account for their gain);
     ``noise``, those whose ratio lies within their own spread between recorded runs on either GPU
-    (:func:`spread`: no gain at all); "none" where there are none. Each kernel as its label, its ratio and its FLOPs per DRAM byte
-    on both GPUs (the recorded counters of each)."""
+    (:func:`spread`: no gain at all); "none" where there are none. Each kernel as its label, its
+    ratio and its FLOPs per DRAM byte on both GPUs (the recorded counters of each)."""
     ai = {d: intensity(df, results.load("09_traffic", results.gpu_slug(d)), d).ai_dram
           for d in (base, other)}
     ridge = {d: ceilings_of(d)[0] / ceilings_of(d)[1] for d in (base, other)}
     out = {"dram": [], "rest": [], "noise": []}
     for _, row in two[two.ratio > 1 + SAME_GPU].sort_values("ratio", ascending=False).iterrows():
-        noise = spread(row.kernel, (base, other))
+        runs = [kernel_runs(results.folder_of(d), row.kernel) for d in (base, other)]
+        noise = _spread(runs)
         if row.ratio <= 1 + noise:  # (within the kernel's own spread between runs: no gain)
             out["noise"].append(f"{row.label} ({row.ratio:.2f}x, its runs {100 * noise:.0f}% apart)")
             continue
         a = [ai[d].get(row.kernel, float("nan")) for d in (base, other)]
         left = all(v < ridge[d] for v, d in zip(a, (base, other)))
-        once = ("; one run on each GPU, so its own spread is unknown" if all(
-            len(kernel_runs(results.folder_of(d), row.kernel)) < 2 for d in (base, other)) else "")
+        once = ("; one run on each GPU, so its own spread is unknown"
+                if all(len(r) < 2 for r in runs) else "")
         out["dram" if left else "rest"].append(
             f"{row.label} ({row.ratio:.2f}x; {a[0]:.1f} and {a[1]:.1f} FLOPs per DRAM byte{once})"
             if a[0] == a[0] else f"{row.label} ({row.ratio:.2f}x{once})")

@@ -224,7 +224,8 @@ def read_source(path: Path, _seen: tuple[Path, ...] = (), files: list | None = N
     if files is not None:
         files.append(path)
     out = [f'#line 1 "{path.name}"']
-    for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):  # (a BOM dropped)
+    text = path.read_text(encoding="utf-8-sig")  # (a byte-order mark dropped)
+    for lineno, line in enumerate(text.splitlines(), start=1):
         match = _INCLUDE.match(line)
         system = _SYSTEM_INCLUDE.match(line)
         replaced = system and _system_header(system.group(1), line, lineno, path.name)

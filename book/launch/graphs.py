@@ -84,7 +84,8 @@ def build(launches: list, where: list):
     _check(cu["cuGraphInstantiateWithFlags"](ctypes.addressof(execution), graph, 0),
            "cuGraphInstantiate")
     finalizer.execution = execution
-    updates = [(node, ctypes.addressof(p), changed) for (node, p), changed in zip(nodes, where) if changed]
+    updates = [(node, ctypes.addressof(p), changed)
+               for (node, p), changed in zip(nodes, where) if changed]
     set_params, launch = cu["cuGraphExecKernelNodeSetParams_v2"], cu["cuGraphLaunch"]
     last = [None]
 

@@ -326,7 +326,7 @@ def _launch_bounds(text: str) -> str:
             elif depth == 0 and ch == "{":
                 edits.append((i + 1, i + 1, f" ::cuda_emu::launch_bounds({line}, (long long)({most}));"))
                 break
-    return _apply(text, edits) if edits else text
+    return _apply(text, edits)
 
 
 def emulate_source(text: str, check: bool | None = None) -> str:

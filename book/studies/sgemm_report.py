@@ -139,9 +139,9 @@ def heldout_figures(runs: dict, tail: str) -> dict:
     (``recorded_heldout``), named <gpu>_<tail>_<figure> for its glue: per kind of shape (all,
     big: min(M, N) >= 64, thin) the geometric mean, lowest, count at the floor and count; the
     median regret, the slowest shape, the model's report and the first calls' seconds."""
-    figures = {}
+    figures, keys = {}, {}
     for device, (df, model) in runs.items():
-        key = results.gpu_slug(device).replace("-", "_") + tail
+        key = keys[device] = results.gpu_slug(device).replace("-", "_") + tail
         s = heldout_summary(df).loc["held-out"]
         for row, name in (("all", "all"), ("min(M, N) >= 64", "big"), ("skinny (min(M, N) < 64)", "thin")):
             figures[f"{key}_{name}"] = s.loc[row, "geometric mean (% of cuBLAS)"]
@@ -159,7 +159,6 @@ def heldout_figures(runs: dict, tail: str) -> dict:
         figures[f"{key}_model_rho"] = report["rank correlation (median)"]
         figures[f"{key}_first_median"] = ours.first_call_s.median()
         figures[f"{key}_first_max"] = ours.first_call_s.max()
-    keys = {device: results.gpu_slug(device).replace("-", "_") + tail for device in runs}
     for name, form in (("big_floor", str), ("thin_floor", str), ("regret", lambda v: f"{v:.1f}%"),
                        ("model_timed", lambda v: f"{v:.0f}%")):  # (the GPUs together: each_gpu)
         figures[f"every{tail}_{name}"] = each_gpu({d: figures[f"{k}_{name}"] for d, k in keys.items()},

@@ -22,7 +22,7 @@
 
 namespace cuda_emu {
 
-// A pointer type without __restrict__: g++ keeps the qualifier in the type, where
+// A pointer type without __restrict__ (nor a top-level const or volatile): g++ keeps the qualifier in the type, where
 // std::is_pointer is false (for `const float* __restrict__ x` the checks below were skipped), so
 // every check sees through it.
 template <class T> struct unrestrict { using type = T; };
@@ -30,7 +30,7 @@ template <class T> struct unrestrict<T* __restrict__> { using type = T*; };
 template <class T> struct unrestrict<T* const __restrict__> { using type = T*; };
 template <class T> struct unrestrict<T* volatile __restrict__> { using type = T*; };
 template <class T> struct unrestrict<T* const volatile __restrict__> { using type = T*; };
-template <class T> using unrestrict_t = typename unrestrict<T>::type;
+template <class T> using unrestrict_t = std::remove_cv_t<typename unrestrict<T>::type>;
 
 // Where the worker writes the number of arguments and each one's address and bytes, in the fault
 // page, before the launch (book/launch/worker.py's ARGUMENTS and POINTERS).
@@ -91,7 +91,7 @@ inline I global_index(const P& p, int line, const char* text, I i) {
         }
         return i;
     }
-    using U = unrestrict_t<std::remove_cv_t<unrestrict_t<P>>>;
+    using U = unrestrict_t<P>;
     if constexpr (std::is_pointer_v<U> && std::is_integral_v<I> &&
                   !std::is_void_v<std::remove_pointer_t<U>>) {
         using T = std::remove_cv_t<std::remove_pointer_t<U>>;
@@ -132,8 +132,8 @@ inline decltype(auto) cast_operand(P&& p) {
 template <class T, int kind, class P>
 inline T checked_cast(const char* type, int line, P&& operand) {
     decltype(auto) p = cast_operand(std::forward<P>(operand));
-    using Q = unrestrict_t<std::remove_cv_t<unrestrict_t<std::decay_t<decltype(p)>>>>;
-    using R = unrestrict_t<std::remove_cv_t<unrestrict_t<T>>>;
+    using Q = unrestrict_t<std::decay_t<decltype(p)>>;
+    using R = unrestrict_t<T>;
     if constexpr (std::is_pointer_v<R> && std::is_pointer_v<Q>) {
         using V = std::remove_cv_t<std::remove_pointer_t<R>>;
         if constexpr (!std::is_void_v<V> && !std::is_function_v<V>) {
@@ -160,7 +160,6 @@ inline T checked_cast(const char* type, int line, P&& operand) {
     else if constexpr (kind == 1) return static_cast<T>(p);
     else return (T)(p);
 }
-
 
 // A kernel's __launch_bounds__(most, ...), checked at its first statement (book/launch/rewrite.py
 // writes the call there): a launch of more threads a block than `most` fails on a GPU.
