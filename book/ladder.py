@@ -163,9 +163,28 @@ def glue_headline(name: str, kernel: str, device: str, measure: str = "x_cublas"
     return value
 
 
-def kernel_runs(gpu: str, kernel: str, n: int = 4096) -> pd.Series:
+def rerun_note(kernel: str, device: str, gflops: float, n: int = 4096) -> str:
+    """How a page's own run of ``kernel`` at n (``gflops``) stands beside the ladder's figure of
+    it (:func:`headline`), in words: how far apart, and whether the ladder's run was disturbed
+    while it timed (its repeats' quartiles more than :data:`SAME_GPU` apart)."""
+    gpu = results.folder_of(device)
+    runs = kernel_runs(gpu, kernel, n)
+    ladder_gflops = headline(kernel, device, n)[0]
+    apart = gflops / ladder_gflops - 1
+    said = f"the ladder's {ladder_gflops:,.0f} GFLOP/s from chapter {int(runs.index[0][:2])}'s run"
+    if abs(apart) <= SAME_GPU:
+        return f"{gflops:,.0f} GFLOP/s, within {100 * abs(apart):.1f}% of {said}"
+    wide = kernel_runs(gpu, kernel, n, "quartiles").get(runs.index[0], 0.0)
+    why = (f", whose repeats' quartiles lay {100 * wide:.0f}% apart: a run disturbed while it timed"
+           if wide > SAME_GPU else "")
+    return f"{gflops:,.0f} GFLOP/s, {100 * abs(apart):.0f}% {'above' if apart > 0 else 'below'} {said}{why}"
+
+
+def kernel_runs(gpu: str, kernel: str, n: int = 4096, measure: str = "gflops") -> pd.Series:
     """``kernel``'s GFLOP/s at n in each of the ladder's results files of ``gpu`` that timed it
-    ({file: GFLOP/s}): more than one where two chapters ran the same kernel."""
+    ({file: GFLOP/s}): more than one where two chapters ran the same kernel. ``measure="quartiles"``:
+    instead, how far apart the quartiles of each run's repeats lie (third over first, less 1): a
+    wide one is a run disturbed while it timed (clocks, another process)."""
     runs = {}
     for name in FILES + [TUNE]:
         try:
@@ -173,9 +192,11 @@ def kernel_runs(gpu: str, kernel: str, n: int = 4096) -> pd.Series:
         except FileNotFoundError:
             continue
         c = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.kernel == kernel) & (df.status == "ok")]
-        if len(c):
+        if len(c) and measure == "gflops":
             runs[name] = c.gflops.median()
-    return pd.Series(runs, dtype=float, name=f"{kernel} GFLOP/s")
+        elif len(c) and {"time_q1_ms", "time_q3_ms"} <= set(c.columns):
+            runs[name] = (c.time_q3_ms / c.time_q1_ms).max() - 1
+    return pd.Series(runs, dtype=float, name=f"{kernel} {measure}")
 
 
 def cublas_runs(gpu: str, n: int = 4096) -> pd.Series:
@@ -184,15 +205,18 @@ def cublas_runs(gpu: str, n: int = 4096) -> pd.Series:
 
 
 def spread(kernel: str, devices, n: int = 4096) -> float:
-    """The largest run-to-run spread of ``kernel`` at n on any of ``devices`` (fastest over slowest
-    recorded run, less 1), and never less than :data:`SAME_GPU`: how far apart two of its
-    figures must be to differ."""
-    return _spread([kernel_runs(results.folder_of(d), kernel, n) for d in devices])
+    """How far apart two figures of ``kernel`` at n must be to differ: the largest of its
+    run-to-run spread on any of ``devices`` (fastest over slowest recorded run, less 1), the
+    spread within any one of those runs (:func:`kernel_runs`' quartiles) and :data:`SAME_GPU`."""
+    gpus = [results.folder_of(d) for d in devices]
+    return _spread([kernel_runs(g, kernel, n) for g in gpus],
+                   [kernel_runs(g, kernel, n, "quartiles") for g in gpus])
 
 
-def _spread(runs) -> float:
-    """:func:`spread` of the recorded runs given, a Series per GPU."""
-    return max([SAME_GPU] + [r.max() / r.min() - 1 for r in runs if len(r) > 1])
+def _spread(runs, within=()) -> float:
+    """:func:`spread` of the recorded runs given, a Series per GPU (and each run's quartiles)."""
+    return max([SAME_GPU] + [r.max() / r.min() - 1 for r in runs if len(r) > 1]
+               + [w.max() for w in within if len(w)])
 
 
 def cublas_spread(n: int = 4096) -> pd.DataFrame:
@@ -269,13 +293,20 @@ def milestones(df: pd.DataFrame) -> pd.DataFrame:
     """% of cuBLAS at the MILESTONES per GPU (rows), with cuBLAS's GFLOP/s."""
     rows = {}
     for device, g in df[df.pct_of_cublas.notna()].groupby("device", sort=False):
-        row = {}
-        for name, key in MILESTONES.items():
-            pick = g[g.kernel == key] if isinstance(key, str) else g[g.chapter == key]
-            row[f"{name}, % of cuBLAS"] = pick.pct_of_cublas.max()
+        pct = g.set_index("kernel").pct_of_cublas
+        row = {f"{name}, % of cuBLAS": pct[k] for name, k in zip(MILESTONES, milestone_kernels(g))}
         row["cuBLAS GFLOP/s (median of the runs)"] = g[g.kernel == "cublas"].gflops.max()
         rows[device] = row
     return pd.DataFrame(rows).T.rename_axis("GPU")
+
+
+def milestone_kernels(df: pd.DataFrame, device: str | None = None) -> list[str]:
+    """The kernel at each of the MILESTONES on ``device`` (default: the one GPU of ``df``): the
+    kernel named, or the fastest of the chapter named."""
+    g = df[df.pct_of_cublas.notna() & ((df.device == device) if device else True)]
+    picks = [g[g.kernel == key] if isinstance(key, str) else g[g.chapter == key]
+             for key in MILESTONES.values()]
+    return [p.loc[p.pct_of_cublas.idxmax(), "kernel"] for p in picks]
 
 
 LANDING_STEPS = {"naive32": "2. naive", "tiled32": "4. shared-memory\ntiles",
@@ -591,22 +622,30 @@ def gains(df: pd.DataFrame, two: pd.DataFrame, base: str, other: str) -> dict[st
     """The kernels of :func:`compare` that run more than :data:`SAME_GPU` faster on ``other``,
     in words, split by the roofline: ``dram``, those left of both GPUs' ridge points (DRAM
     bandwidth limits them); ``rest``, the others (the roofline does not account for their gain);
-    ``noise``, those whose ratio lies within their own spread between recorded runs on either GPU
-    (:func:`spread`: no gain at all); "none" where there are none. Each kernel as its label, its
+    ``noise``, those whose ratio lies within their own spread on either GPU, between recorded runs
+    or between the quartiles of one (:func:`spread`: no gain at all); "none" where there are none. Each kernel as its label, its
     ratio and its FLOPs per DRAM byte on both GPUs (the recorded counters of each)."""
     ai = {d: intensity(df, results.load("09_traffic", results.gpu_slug(d)), d).ai_dram
           for d in (base, other)}
     ridge = {d: ceilings_of(d)[0] / ceilings_of(d)[1] for d in (base, other)}
     out = {"dram": [], "rest": [], "noise": []}
     for _, row in two[two.ratio > 1 + SAME_GPU].sort_values("ratio", ascending=False).iterrows():
-        runs = [kernel_runs(results.folder_of(d), row.kernel) for d in (base, other)]
-        noise = _spread(runs)
-        if row.ratio <= 1 + noise:  # (within the kernel's own spread between runs: no gain)
-            out["noise"].append(f"{row.label} ({row.ratio:.2f}x, its runs {100 * noise:.0f}% apart)")
+        gpus = [results.folder_of(d) for d in (base, other)]
+        runs = [kernel_runs(g, row.kernel) for g in gpus]
+        within = [kernel_runs(g, row.kernel, measure="quartiles") for g in gpus]
+        noise = _spread(runs, within)
+        if row.ratio <= 1 + noise:  # (within the kernel's own spread: no gain)
+            wide = [w.max() if len(w) else 0.0 for w in within]
+            if max(wide) >= _spread(runs):
+                d = (base, other)[int(np.argmax(wide))]
+                why = f"the quartiles of its {d.removeprefix('NVIDIA ')} run {100 * noise:.0f}% apart"
+            else:
+                why = f"its runs {100 * noise:.0f}% apart"
+            out["noise"].append(f"{row.label} ({row.ratio:.2f}x, {why})")
             continue
         a = [ai[d].get(row.kernel, float("nan")) for d in (base, other)]
         left = all(v < ridge[d] for v, d in zip(a, (base, other)))
-        once = ("; one run on each GPU, so its own spread is unknown"
+        once = (f"; one run on each GPU, its repeats' quartiles within {100 * noise:.0f}%"
                 if all(len(r) < 2 for r in runs) else "")
         out["dram" if left else "rest"].append(
             f"{row.label} ({row.ratio:.2f}x; {a[0]:.1f} and {a[1]:.1f} FLOPs per DRAM byte{once})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .harness.measure import sweep
+from .harness.measure import STEADY, sweep
 from .registry import TUNING_SPACE, async_tile, usable
 
 
@@ -46,6 +46,20 @@ def step_table(df: pd.DataFrame, specs, peak: float) -> pd.DataFrame:
         rows.append(row)
     occ = report(specs).reset_index()[["registers", "blocks_per_sm"]]
     return pd.concat([pd.DataFrame(rows), occ], axis=1).set_index("step").round(1)
+
+
+def disturbed(df: pd.DataFrame, labels: dict) -> str:
+    """A sentence naming the timings of ``df`` (kernels of ``labels``: id -> text) whose repeats'
+    quartiles lay more than :data:`~book.harness.measure.STEADY` apart -- runs disturbed while
+    they timed, whose median reads low -- or "" where there are none."""
+    ok = df[(df.status == "ok") & df.kernel.isin(labels)]
+    wide = ok[ok.time_q3_ms / ok.time_q1_ms - 1 > STEADY] if "time_q3_ms" in ok else ok[:0]
+    said = [f"{labels[r.kernel]} at n = {r.M} ({100 * (r.time_q3_ms / r.time_q1_ms - 1):.0f}% apart)"
+            for r in wide.itertuples()]
+    if not said:
+        return ""
+    return (f" In this run the timing of {'; '.join(said)} was disturbed: its repeats' quartiles "
+            "lay far apart and its median reads low; the other size is the one to compare.")
 
 
 def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = None,

@@ -131,3 +131,17 @@ def test_the_goal_the_chapter_states_holds_on_every_gpu_recorded():
             ours, sgemm = d.loc[(n, "tf32x3_wgmma")], d.loc[(n, "cublas")]
             assert ours.status == "ok" and ours.rel_error <= sgemm.rel_error, (device, n)
             assert ours.gflops >= 2 * sgemm.gflops, (device, n)
+
+
+def test_the_goals_in_words_name_each_gpu_that_meets_or_misses_them():
+    import pandas as pd
+    from book.studies.tf32_report import goal_words
+    table = pd.DataFrame({"goal (x SGEMM)": ["2.5", "2.0", "--"],
+                          "NVIDIA H100 80GB HBM3": ["2.36", "1.99", "1.75"],
+                          "NVIDIA H200": ["2.51", "2.08", "1.83"]},
+                         index=["4096³", "M, N ≥ 2048 and K ≥ 1024, lowest", "whole suite, geometric mean"])
+    words = goal_words(table)
+    assert words["met"] == ("4096³ on the H200 (2.51); every shape with M, N ≥ 2048 and K ≥ 1024 "
+                            "on the H200 (lowest 2.08)")
+    assert words["unmet"].startswith("4096³ on the H100 (2.36 against 2.5)")
+    assert words["geomean"] == "1.75 and 1.83 (H100, H200)"

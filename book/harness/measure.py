@@ -77,6 +77,21 @@ def held_event_seconds(fn, repeats: int = 1, hold_s: float | None = None) -> np.
     return times
 
 
+STEADY = 0.05
+RETRIES = 2
+"""A measurement whose repeats' quartiles lie more than STEADY apart (third over first, less 1)
+was disturbed while it ran (a clock change, another process on the GPU): :func:`time_launch`
+times it again, up to RETRIES times, and keeps the steadiest. On the H100, chapter 6's register
+tile and chapter 8's warp tiles had come out at n = 4096 with quartiles 39% and 23% apart, their
+medians 11% below another run of the same kernel and 17% below its H200 figure."""
+
+
+def quartile_spread(times) -> float:
+    """How far apart the quartiles of ``times`` lie: third over first, less 1."""
+    q1, q3 = np.percentile(times, [25, 75])
+    return q3 / q1 - 1
+
+
 def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
                 min_repeat: int = 3, warmed: bool = False) -> dict:
     """Median and quartiles (ms) of ``fn()``'s device time, after warm-up.
@@ -86,18 +101,24 @@ def time_launch(fn, target_s: float = TARGET_SECONDS, max_repeat: int = 200,
     that the measurement takes about ``target_s`` (between ``min_repeat`` and ``max_repeat``
     runs, the first of them the timed run that sizes the count). A warm-up run comes first and
     is not counted (module load, first-launch costs), unless ``warmed``: the caller has just run
-    ``fn`` (``sweep`` checks each kernel before it times it). On the CPU emulator: the host
-    clock, 3 runs.
+    ``fn`` (``sweep`` checks each kernel before it times it). A disturbed measurement is taken
+    again (:data:`STEADY`). On the CPU emulator: the host clock, 3 runs.
     """
     if not warmed:
         fn()  # warm-up: module load, first-launch costs
     synchronize()
     if BACKEND == "gpu":
-        once = held_event_seconds(fn)[0]
-        n = int(np.clip(target_s / max(once, 1e-6), min_repeat, max_repeat))
-        times = np.array([once * 1e3])
-        if n > 1:
-            times = np.concatenate([times, held_event_seconds(fn, n - 1) * 1e3])
+        tries = []
+        for _ in range(RETRIES + 1):  # (again while the run's repeats spread: a disturbed run)
+            once = held_event_seconds(fn)[0]
+            n = int(np.clip(target_s / max(once, 1e-6), min_repeat, max_repeat))
+            times = np.array([once * 1e3])
+            if n > 1:
+                times = np.concatenate([times, held_event_seconds(fn, n - 1) * 1e3])
+            tries.append(times)
+            if quartile_spread(times) <= STEADY:
+                break
+        times = min(tries, key=quartile_spread)
     else:
         times = []
         for _ in range(3):

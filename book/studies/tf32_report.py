@@ -277,3 +277,28 @@ def tf32x3_goal_table(runs: dict) -> "pd.DataFrame":
     table = pd.DataFrame(rows).map(lambda x: f"{x:.2f}")  # 2.00, not 2
     table.insert(0, "goal (x SGEMM)", [f"{g:.1f}" for _, g in TF32X3_GOALS.values()] + ["--"])
     return table
+
+
+def goal_words(table: "pd.DataFrame") -> dict[str, str]:
+    """:func:`tf32x3_goal_table` in words: ``met`` and ``unmet``, each goal with the GPUs (short
+    names) and their multiples, and ``geomean``; "none" where a list is empty."""
+    gpus = [c for c in table.columns if c != "goal (x SGEMM)"]
+    short = {g: g.removeprefix("NVIDIA ").split()[0] for g in gpus}
+    out = {"met": [], "unmet": []}
+    for goal, row in table.iterrows():
+        if row["goal (x SGEMM)"] == "--":
+            continue
+        want = float(row["goal (x SGEMM)"])
+        for key, ok in (("met", True), ("unmet", False)):
+            on = [g for g in gpus if (float(row[g]) >= want) == ok]
+            if not on:
+                continue
+            where = "both GPUs" if len(on) == len(gpus) == 2 else " and ".join(f"the {short[g]}" for g in on)
+            vals = " and ".join(row[g] for g in on)
+            name, vals = ((f"every shape with {goal.removesuffix(', lowest')}", f"lowest {vals}")
+                          if goal.endswith(", lowest") else (goal, vals))
+            out[key].append(f"{name} on {where} ({vals}{'' if ok else f' against {want:.1f}'})")
+    words = {k: "; ".join(v) if v else "none" for k, v in out.items()}
+    mean = table.loc["whole suite, geometric mean", gpus]
+    words["geomean"] = " and ".join(mean) + (f" ({', '.join(short[g] for g in gpus)})" if len(gpus) > 1 else "")
+    return words
