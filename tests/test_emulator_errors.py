@@ -302,3 +302,31 @@ def test_a_shuffle_that_reads_a_lane_which_has_exited_is_named():
         load_kernel(SEMANTICS, "shfl_from_exited")(1, 32, (np.zeros(32, np.int32),
                                                            np.zeros(32, np.int32), np.int32(20)))
     still_works()
+
+
+SHIFT = r"""
+#define LOG_NUM_BANKS 5
+#define CONFLICT_FREE_OFFSET(n) (((n) >> LOG_NUM_BANKS) + ((n) >> (2 * LOG_NUM_BANKS)))
+extern "C" __global__ void offsets(unsigned* out, int bits) {
+    unsigned i = threadIdx.x;
+    out[i] = CONFLICT_FREE_OFFSET(i) + (1u << (bits + (int)(i & 1)));
+}
+"""
+
+
+def test_check_mode_stops_a_shift_by_the_width_or_more_at_its_line(check_mode, tmp_path):
+    """x86 takes a shift's count modulo the width, a GPU's shl clamps it: check mode names the line
+    (GPU Gems 3's scan macro shifts by 10 here, legal; 1u << 32 is not)."""
+    from book.launch import emulator
+    if not emulator._shift_check():
+        pytest.skip("this compiler's sanitizer runtime is not libubsan's")
+    src = tmp_path / "scan.cu"
+    src.write_text(SHIFT)
+    out = np.zeros(32, np.uint32)
+    load_kernel(src, "offsets")(1, 32, (out, np.int32(30)))
+    assert out[1] == (1 << 31) and out[0] == (1 << 30)
+    with pytest.raises(LaunchError, match=(
+            r"thread \(1, 0, 0\): a shift by 32 of a 32-bit 'unsigned int' \(scan.cu, line 6\).*"
+            r"a GPU's shl/shr clamp it to 32")):
+        load_kernel(src, "offsets")(1, 32, (out, np.int32(31)))
+    still_works()

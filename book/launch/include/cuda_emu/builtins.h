@@ -504,3 +504,36 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
                   file, line, function);
     ::cuda_emu::fail_here(what);
 }
+
+// A shift by the operand's width or more, or by a negative count (the check mode builds with
+// -fsanitize=shift-exponent, whose calls bind to these hidden handlers, not to libubsan's).
+// C++ leaves it undefined; x86 takes the count modulo the width, where a GPU's shl/shr clamp it
+// to the width: the two give different answers, silently. The check mode stops at the line.
+namespace cuda_emu::ubsan {
+struct Location { const char* file; std::uint32_t line, column; };
+struct Type { std::uint16_t kind, info; char name[1]; };
+struct Shift { Location at; const Type* lhs; const Type* rhs; };
+inline long long value(const Type* t, std::uintptr_t v) {  // an integer of up to 64 bits, inline
+    unsigned bits = 1u << (t->info >> 1);
+    if (!(t->info & 1) || bits >= 64) return static_cast<long long>(v);
+    return static_cast<long long>(v << (64 - bits)) >> (64 - bits);
+}
+}  // namespace cuda_emu::ubsan
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_shift_out_of_bounds_abort(
+    ::cuda_emu::ubsan::Shift* s, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
+    (void)lhs;
+    if (::cuda_emu::worker == nullptr || ::cuda_emu::worker->current == nullptr) std::abort();
+    unsigned bits = 1u << (s->lhs->info >> 1);
+    char what[768];
+    std::snprintf(what, sizeof what,
+                  "a shift by %lld of a %u-bit %s (%s, line %u): C++ leaves a count below 0 or of %u "
+                  "and more undefined; a GPU's shl/shr clamp it to %u (giving 0, or the sign bits "
+                  "of a signed >>), where this CPU takes it modulo %u. Write the case out, e.g. "
+                  "`n >= %u ? 0 : x << n`", ::cuda_emu::ubsan::value(s->rhs, rhs), bits,
+                  s->lhs->name, s->at.file, s->at.line, bits, bits, bits, bits);
+    ::cuda_emu::fail_here(what);
+}
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_shift_out_of_bounds(
+    ::cuda_emu::ubsan::Shift* s, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
+    __ubsan_handle_shift_out_of_bounds_abort(s, lhs, rhs);
+}
