@@ -577,3 +577,15 @@ def test_the_skinny_outer_benchmark_checks_and_times_both_launches(capsys):
                    run_name="__main__")
     out = capsys.readouterr().out
     assert "a block a group (µs)" in out and "one wave (µs)" in out and "FAILED" not in out
+
+
+def test_the_checks_of_every_plan_read_as_one_row_per_kind_naming_a_failure():
+    import pandas as pd
+    from book.studies.sgemm_report import checks_by_kind
+    checked = pd.DataFrame({"1x1x1": ["ok", "ok", "FAILED", "ok"], "7x300x600": ["ok"] * 4},
+                           index=["64x64 tiles", "32x32 tiles", "64x64 tiles, split-K 3",
+                                  "128x128 tiles, stream-K"])
+    t = checks_by_kind(checked)
+    assert list(t.index) == ["whole tiles (2 plans)", "split-K (1 plan)", "stream-K (1 plan)"]
+    assert t.loc["whole tiles (2 plans)", "1x1x1"] == "2 of 2 ok"
+    assert t.loc["split-K (1 plan)", "1x1x1"] == "0 of 1 ok; 64x64 tiles, split-K 3: FAILED"

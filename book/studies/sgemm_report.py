@@ -264,3 +264,18 @@ def heldout_plot(runs: dict):
         fig.tight_layout()
         plt.close(fig)
     return check_readable(fig)
+
+
+def checks_by_kind(checked: pd.DataFrame) -> pd.DataFrame:
+    """``check_kernels``' table of every plan (rows) on every shape, one row per kind of plan
+    (whole tiles, split-K, stream-K): how many plans of it passed at each shape, e.g. "14 of 14
+    ok"; a failed plan is named in its cell."""
+    kind = ["stream-K" if "stream-K" in p else "split-K" if "split-K" in p else "whole tiles"
+            for p in checked.index]
+    rows = {}
+    for k, g in checked.groupby(kind, sort=False):
+        rows[f"{k} ({len(g)} plan{'s' * (len(g) > 1)})"] = {
+            shape: (f"{(col == 'ok').sum()} of {len(col)} ok" +
+                    "".join(f"; {p}: {v}" for p, v in col[col != "ok"].items()))
+            for shape, col in g.items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("plans")
