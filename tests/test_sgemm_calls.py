@@ -96,29 +96,44 @@ def test_a_launch_through_the_checked_api_refuses_the_recording():
     assert rec.replay() is None
 
 
-def test_a_first_call_never_waits_for_more_than_one_build(monkeypatch):
+def test_a_first_call_never_waits_for_more_than_one_build(monkeypatch, tmp_path):
     """choice.settle: where the plans a first call would time are not all compiled, it returns
-    None (the call runs the model's best, whose build alone it waits for) and compiles the others
-    in a background thread; a call after that thread ends times them (learn). Where all are
-    compiled, it times them at once."""
-    import threading
+    None (the call runs the model's best, whose build alone it waits for) and hands the others
+    to a process of its own. Once they are compiled, the shape's first call times nothing (the
+    model's best, at once), each next call times one plan, and the call that times the last
+    keeps the fastest and runs it."""
     from book.blas import choice
+    from book.harness import measure
     monkeypatch.setattr(choice, "_PENDING", {})
-    gate, compiled, learned = threading.Event(), [], []
+    monkeypatch.setattr(choice, "_TRIALS", {})
+    monkeypatch.setattr(choice, "_LEARNED", {})
+    monkeypatch.setattr(choice, "_learned_path", lambda: tmp_path / "learned.csv")
+    compiled, ran = [], []
+
+    class Process:  # (subprocess.Popen's poll: None while it runs)
+        running = True
+
+        def poll(self):
+            return None if self.running else 0
     monkeypatch.setattr(choice, "built", lambda builds: False)
-    monkeypatch.setattr(choice, "build_all", lambda builds, **how: (gate.wait(30), compiled.append(builds)))
-    monkeypatch.setattr(choice, "learn", lambda M, N, K, run, layout="nn", lds=None, operands=None:
-                        learned.append((M, N, K, layout)) or "timed")
+    monkeypatch.setattr(choice, "compile_behind", lambda builds: compiled.append(builds) or Process())
     shape = (300, 200, 100)
-    assert choice.settle(*shape, run=None) is None
-    assert choice.settle(*shape, run=None) is None and not learned  # (still compiling)
-    gate.set()
-    choice._PENDING[(*shape, "nn")].join(30)
-    assert choice.settle(*shape, run=None) == "timed" and learned == [(*shape, "nn")]
-    best = S.builds_for(S.first_call_plans(*shape)[:1], 300, 200, "nn")
-    assert compiled[0] and not any(b in best for b in compiled[0])
+    plans = choice.first_call_plans(*shape)
+    monkeypatch.setattr(measure, "held_event_seconds",
+                        lambda fn, repeats=1: [0.5 if ran[-1] == plans[2] else 1.0] * repeats)
+    run = ran.append
+    assert choice.settle(*shape, run=run) is None
+    assert choice.settle(*shape, run=run) is None and not ran  # (still compiling)
+    choice._PENDING[(*shape, "nn")].running = False
+    best = S.builds_for(plans[:1], 300, 200, "nn")
+    assert len(compiled) == 1 and compiled[0] and not any(b in best for b in compiled[0])
+    assert choice.settle(*shape, run=run) is None and not ran  # compiled: the model's best at once
+    for i in range(len(plans) - 1):
+        assert choice.settle(*shape, run=run) is None and ran[-1] == plans[i]  # one plan a call
+    assert choice.settle(*shape, run=run) == plans[2] and set(ran) == set(plans)
+    assert choice._known(*shape, "nn") and not choice._TRIALS
     monkeypatch.setattr(choice, "built", lambda builds: True)
-    assert choice.settle(5, 6, 7, run=None) == "timed"
+    assert choice.settle(5, 6, 7, run=run) is None and (5, 6, 7, "nn") in choice._TRIALS
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn"])

@@ -6,11 +6,13 @@ book's cache folder, ~/.cache/gpu-matmul-book/sgemm/<gpu>.csv); without a GPU, t
 
 A call never waits for the compiler beyond one build (``settle``), as cuBLASLt's heuristic
 answers at once and Triton's autotuner keeps what it timed: where the plans a first call would
-time are not all compiled, it runs the model's best and compiles the others in a background
-thread, timing them on a later call of the shape. ``tune(shapes)`` chooses now, waiting.
+time are not all compiled, it runs the model's best and compiles the others in a process of its
+own, timing them on a later call of the shape. ``python -m book.blas.prebuild`` compiles every
+build ahead, so that no call compiles at all. ``tune(shapes)`` chooses now, waiting.
 """
 from __future__ import annotations
 
+import os
 import threading
 from functools import lru_cache
 
@@ -145,27 +147,50 @@ def first_call_plans(M: int, N: int, K: int, layout: str = "nn", sms: int = 132)
     return plans + [p for p in order if isinstance(p, Packed) and p not in plans][:FIRST_PACKED]
 
 
+class _Trial:
+    """The plans a first call would time (``first_call_plans``) at one shape, timed one at a time:
+    :meth:`step` times the next with ``run(plan)`` (the call's own operands, into scratch
+    memory): a first launch, then the least of two runs on the GPU's clock. A plan that does not
+    load is not chosen."""
+
+    def __init__(self, plans: list):
+        self.plans, self.seconds, self.failed = plans, {}, []
+
+    def step(self, run) -> bool:
+        """Time the next plan; whether every plan has been timed."""
+        from ..harness.measure import held_event_seconds
+        if len(self.seconds) + len(self.failed) == len(self.plans):
+            return True  # (another thread's call timed the last)
+        plan = self.plans[len(self.seconds) + len(self.failed)]
+        try:
+            run(plan)  # (its first launch: the module's load)
+            self.seconds[plan] = float(np.min(held_event_seconds(lambda: run(plan), repeats=2)))
+        except Exception as exc:  # noqa: BLE001
+            self.failed.append(exc)
+        return len(self.seconds) + len(self.failed) == len(self.plans)
+
+    def best(self):
+        if not self.seconds:
+            raise self.failed[0]
+        return min(self.seconds, key=self.seconds.get)
+
+
 def learn(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, None),
           operands: tuple = (None, None)):
-    """The first call of a shape on a GPU: time the model's FIRST_CALL best plans (FIRST_CALL_SMALL
-    for a small shape) with
-    ``run(plan)`` (the call's own operands, into scratch memory), keep the fastest for this GPU
-    (in memory and on disk) and return it. Costs their compiles where they are new (seconds
-    each, once per GPU: the book keeps them on disk) and a few runs of each."""
-    from ..harness.measure import held_event_seconds
+    """Time the model's FIRST_CALL best plans at a shape (FIRST_CALL_SMALL for a small shape) now
+    (``_Trial``), keep the fastest for this GPU (:func:`_keep`) and return it (``tune``; a call
+    spreads the same timings over its shape's next calls: ``settle``). Costs their compiles
+    where they are new (seconds each, once per GPU: the book keeps them on disk)."""
     plans = first_call_plans(M, N, K, layout, _sms())
     build_all(builds_for(plans, M, N, layout, K, *lds, *operands))
-    seconds, failed = {}, []
-    for plan in plans:
-        try:
-            run(plan)  # warm-up (and its first launch)
-        except Exception as exc:  # noqa: BLE001 -- a candidate that does not load is not chosen
-            failed.append(exc)
-            continue
-        seconds[plan] = float(np.median(held_event_seconds(lambda: run(plan), repeats=3)))
-    if not seconds:
-        raise failed[0]
-    best = min(seconds, key=seconds.get)
+    trial = _Trial(plans)
+    while not trial.step(run):
+        pass
+    return _keep(M, N, K, layout, trial.best())
+
+
+def _keep(M: int, N: int, K: int, layout: str, best):
+    """Remember ``best`` as the plan of this shape on this GPU, in memory and on disk."""
     _learned()[(M, N, K, layout)] = best
     plan_for.cache_clear()
     replay.clear()
@@ -176,42 +201,75 @@ def learn(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, N
 
 
 _PENDING: dict = {}
-"""{(M, N, K, layout): the background thread compiling the builds its first call would time}."""
+"""{(M, N, K, layout): the process compiling the builds its first call would time}."""
 
 
 _LOCK = threading.Lock()
 
 
+_TRIALS: dict = {}
+"""{(M, N, K, layout): the ``_Trial`` of a shape whose calls are timing its plans}."""
+
+
 def settle(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, None),
            operands: tuple = (None, None)):
-    """What a call of a shape not yet known does on a GPU (``learn``'s timing, never a wait for
-    the compiler): where the builds of the plans a first call times (``first_call_plans``) are
-    all compiled (loaded, or their cubins in the book's cache), it times them now and returns
-    the fastest (0.05-0.12 s on the H100 for the shapes of ``benchmarks/sgemm_host_time.py``).
-    Where some are not, it starts compiling those in a background thread and returns None: the
-    call runs the model's best (compiling that one build alone, if it must), and the first call
-    of the shape after the background builds end times them. ``tune`` does it all at once.
-    ``lds``: the rows of A and B, floats apart (default: contiguous); ``operands``: A and B as
-    the plans read them (their addresses choose builds). The background builds run on daemon
-    threads: the interpreter's exit does not wait for them."""
+    """What a call of a shape not yet known does on a GPU; the plan it learned, or None (the call
+    runs the model's best). Never a wait for the compiler nor for a round of timings:
+
+    * where the builds of the plans a first call would time (``first_call_plans``) are not all
+      compiled (loaded, or their cubins in the book's cache: ``python -m book.blas.prebuild``
+      puts them all there), it hands them to a process of its own (:func:`compile_behind`);
+    * the shape's first call with them compiled times nothing: the model's best runs at once;
+    * each of its next calls times one more of them (``_Trial``: three runs into scratch memory,
+      on the call's own operands), and the call that times the last keeps the fastest
+      (``_keep``) and runs it.
+
+    ``tune`` (and ``learn``) times them all at once. ``lds``: the rows of A and B, floats apart
+    (default: contiguous); ``operands``: A and B as the plans read them (their addresses choose
+    builds). No thread of the caller's process compiles: its exit never waits for a compile nor
+    meets one half done."""
     key = (M, N, K, layout)
     with _LOCK:
         pending = _PENDING.get(key)
-        if pending is not None and pending.is_alive():
+        if pending is not None and pending.poll() is None:
             return None
-        if pending is None:
-            plans = first_call_plans(M, N, K, layout, _sms())
+        plans = first_call_plans(M, N, K, layout, _sms())
+        if pending is None and key not in _TRIALS:
             builds = builds_for(plans, M, N, layout, K, *lds, *operands)
             if not built(builds):
                 best = builds_for(plans[:1], M, N, layout, K, *lds, *operands)  # (this call's)
-                thread = _PENDING[key] = threading.Thread(
-                    target=build_all, args=([b for b in builds if b not in best],),
-                    kwargs={"device": _device(), "behind": True}, daemon=True,
-                    name=f"book.sgemm builds for {M} x {N} x {K} {layout}")
-                thread.start()
+                _PENDING[key] = compile_behind([b for b in builds if b not in best])
                 return None
         _PENDING.pop(key, None)
-    return learn(M, N, K, run, layout, lds, operands)
+        trial = _TRIALS.get(key)
+        if trial is None:
+            _TRIALS[key] = _Trial(plans)
+            return None
+    if not trial.step(run):
+        return None
+    _TRIALS.pop(key, None)
+    return _keep(M, N, K, layout, trial.best())
+
+
+def compile_behind(builds):
+    """Start ``python -m book.blas.prebuild --builds`` on ``builds``, for this GPU, in a process
+    of its own session (it goes on, and fills the cache, if this one exits first); its Popen."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from .prebuild import device_arch
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump([[str(s), dict(d), list(o)] for s, d, o in builds], f)
+    root = str(Path(__file__).resolve().parents[2])  # (where ``book`` imports from)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    return subprocess.Popen(
+        [sys.executable, "-m", "book.blas.prebuild", "--arch", device_arch(), "--builds", f.name,
+         "--remove", "--workers", "2"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True, env=env)
 
 
 def _device() -> int:

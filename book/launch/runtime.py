@@ -293,19 +293,43 @@ class _NoFlushModule:
         self.names, self.mapping, self._raw = tuple(names), {}, None
         self._lock = threading.Lock()
 
-    def _paths(self) -> tuple[Path, Path]:
-        """The cubin on disk and its notes ({"mapping": lowered names, "log": NVRTC's log})."""
+    def _paths(self, arch: str | None = None) -> tuple[Path, Path]:
+        """The cubin on disk for ``arch`` ("90"; default: this GPU's) and its notes ({"mapping":
+        lowered names, "log": NVRTC's log})."""
         import hashlib
 
         from cupy.cuda import compiler, nvrtc
-        key = hashlib.sha256(repr((self.text, self.options, self.names, compiler._get_arch(),
+        arch = arch or compiler._get_arch()
+        key = hashlib.sha256(repr((self.text, self.options, self.names, arch,
                                    nvrtc.getVersion(), cupy.__version__)).encode()).hexdigest()[:24]
         path = cuda_source.cache_dir("cubin") / f"{Path(self.filename).stem}-{key}.bin"
         return path, path.with_suffix(".json")
 
-    def built(self) -> bool:
+    def built(self, arch: str | None = None) -> bool:
         """Whether loading this module costs no compile: loaded, or its cubin on disk."""
-        return self._raw is not None or all(p.exists() for p in self._paths())
+        return (self._raw is not None and arch is None) or all(p.exists() for p in self._paths(arch))
+
+    def write_cubin(self, arch: str | None = None) -> Path:
+        """Compile with NVRTC for ``arch`` ("90"; default: this GPU's) into the cache, unless
+        there already: no GPU and no CUDA context needed (``book.blas.prebuild``)."""
+        import io
+        import json
+
+        from cupy.cuda import compiler
+        path, notes = self._paths(arch)
+        if not (path.exists() and notes.exists()):
+            log = io.StringIO()
+            program = compiler._NVRTCProgram(self.text, self.filename,
+                                             name_expressions=self.names or None, method="cubin")
+            options = (*self.options, f"-arch=sm_{arch or compiler._get_arch()}",
+                       "--device-as-default-execution-space")
+            obj, mapping = program.compile(options, log)
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps({"mapping": mapping or {}, "log": log.getvalue()}))
+            tmp.replace(notes)
+            tmp.write_bytes(obj if isinstance(obj, bytes) else obj.encode())
+            tmp.replace(path)  # whole, even where two processes build the same module
+        return path
 
     def compile(self):
         with self._lock:  # (two threads, the caller's and a background build's: one compile)
@@ -313,22 +337,9 @@ class _NoFlushModule:
 
     def _compile(self):
         if self._raw is None:
-            import io
             import json
-
-            from cupy.cuda import compiler
-            arch = compiler._get_arch()
-            path, notes = self._paths()
-            if not (path.exists() and notes.exists()):
-                log = io.StringIO()
-                obj, mapping = compiler.compile_using_nvrtc(self.text, self.options, arch=arch,
-                                                            name_expressions=self.names or None,
-                                                            log_stream=log)
-                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_text(json.dumps({"mapping": mapping or {}, "log": log.getvalue()}))
-                tmp.replace(notes)
-                tmp.write_bytes(obj if isinstance(obj, bytes) else obj.encode())
-                tmp.replace(path)  # whole, even where two processes build the same module
+            path = self.write_cubin()
+            notes = path.with_suffix(".json")
             stored = json.loads(notes.read_text())
             self.mapping = stored["mapping"]
             _warn(cuda_source.compiler_warnings(stored["log"], self.text, "NVRTC"))
@@ -356,6 +367,27 @@ class _NoFlushModule:
         return memory, size
 
 
+def _nvrtc_inputs(text: str, source, defines: dict, options: tuple, instance: str | None = None):
+    """NVRTC's options for one build (its -D defines, ``options``, the headers' include paths) and
+    its name expressions: the kernels and variables whose names C++ mangles."""
+    gpu_options = (tuple(f"-D{k}={v}" for k, v in defines.items()) + tuple(options)
+                   + cuda_source.header_options(text))
+    mangled = [n for n, d in source.kernels.items()
+               if d.template is None and n not in source.problems and not d.extern_c]
+    names = tuple(mangled + ([instance] if instance else [])
+                  + [f"&{v}" for v in source.variables if "::" in v])
+    return gpu_options, names
+
+
+def gpu_module(source: str | Path, defines: dict | None = None, options=()) -> "_NoFlushModule":
+    """The NVRTC build of one (source, defines, options), as a GPU load of it makes it, without
+    loading it, on any backend: its ``write_cubin(arch)`` fills the cache that a GPU's
+    :func:`load_kernel` of the same build reads (``book.blas.prebuild``)."""
+    path, defines, _, text = _build_key(source, defines, options)
+    gpu_options, names = _nvrtc_inputs(text, cuda_source.scan(text, defines), defines, options)
+    return _NoFlushModule(text, gpu_options, path.name, names)
+
+
 class _Module:
     """One source file compiled with one set of defines, on the current backend; with
     ``instance`` (``"k<128, float>"``), also that instance of the template kernel k."""
@@ -378,12 +410,7 @@ class _Module:
             self.signatures[instance] = cuda_source.signature(self.source, decl, arguments)
             self.cxx[instance] = "::" + instance.lstrip(":")
         self.defines, self.options = defines, options
-        self.gpu_options = (tuple(f"-D{k}={v}" for k, v in defines.items()) + options
-                            + cuda_source.header_options(self.text))
-        # NVRTC's name expressions: the kernels and variables whose names C++ mangles
-        mangled = [n for n, d in self.source.kernels.items() if n in self.cxx and not d.extern_c]
-        self.names = tuple(mangled + ([instance] if instance else [])
-                           + [f"&{v}" for v in self.source.variables if "::" in v])
+        self.gpu_options, self.names = _nvrtc_inputs(self.text, self.source, defines, options, instance)
         self.limits = device_limits()
         self._report = self._debug_report = None
         self._report_error = "NVRTC found no such kernel"
@@ -671,15 +698,47 @@ def load_kernel(source: str | Path, name: str, defines: dict | None = None,
 
 def built(builds) -> bool:
     """Whether every build of ``builds`` (``(source, defines, options)``) is compiled already:
-    loaded in this process or its cubin in the book's cache (always, on the CPU backend)."""
+    loaded in this process or its cubin in the book's cache (always, on the CPU backend). A
+    build's marker (:func:`build_marker`) answers without reading the source's declarations."""
     if BACKEND != "gpu":
         return True
-    return all(_module(source, defines, tuple(options))[1]._raw.built()
-               for source, defines, options in builds)
+    return all(_built(source, defines, tuple(options)) for source, defines, options in builds)
 
 
-def build_all(builds, workers: int | None = None, device: int | None = None,
-              behind: bool = False) -> int:
+def _built(source, defines, options) -> bool:
+    marker = build_marker(source, defines, options)
+    if marker.exists() and (marker.parent.parent / marker.read_text()).exists():
+        return True
+    module = _module(source, defines, options)[1]._raw
+    if not module.built():
+        return False
+    mark_built(marker, module._paths()[0])
+    return True
+
+
+def build_marker(source, defines, options, arch: str | None = None) -> Path:
+    """Where the cubin cache notes that one build (``source``, ``defines``, ``options``) for
+    ``arch`` (default: this GPU's) is there: a file named by a hash of the build as given,
+    holding the cubin's name -- found without the scan of the source that the cubin's own key
+    needs (a few ms per build of 09_sgemm.cu, a third of a second over a first call's plans)."""
+    import hashlib
+
+    from cupy.cuda import compiler, nvrtc
+    path, defines, key, _ = _build_key(source, defines, tuple(options))
+    name = hashlib.sha256(repr((key[2], sorted(defines.items()), tuple(options),
+                                arch or compiler._get_arch(), nvrtc.getVersion(),
+                                cupy.__version__)).encode()).hexdigest()[:24]
+    return cuda_source.cache_dir("cubin") / "built" / name
+
+
+def mark_built(marker: Path, cubin: Path) -> None:
+    marker.parent.mkdir(exist_ok=True)
+    tmp = marker.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(cubin.name)
+    tmp.replace(marker)
+
+
+def build_all(builds, workers: int | None = None, device: int | None = None) -> int:
     """Compile many builds at once on the GPU, one thread each (NVRTC builds are independent and
     CuPy's compile runs outside Python's lock); returns how many compiled.
 
@@ -689,9 +748,8 @@ def build_all(builds, workers: int | None = None, device: int | None = None,
     ``sweep`` and ``check_kernels`` call it with every kernel they are given, so a chapter's
     first run compiles its kernels side by side instead of one after the other. On the CPU
     backend nothing is built ahead (the emulator caches its libraries on disk). ``device``: the
-    GPU to build for (default: the calling thread's). ``behind``: on daemon threads of its own,
-    which the interpreter does not wait for at exit (a background build, ``blas.choice.settle``:
-    a cubin is written whole or not at all).
+    GPU to build for (default: the calling thread's). (A compile that must not hold up the
+    caller runs in a process of its own: ``blas.choice.compile_behind``.)
     """
     if BACKEND != "gpu":
         return 0
@@ -712,25 +770,6 @@ def build_all(builds, workers: int | None = None, device: int | None = None,
     for source, defines, options in builds:
         jobs.setdefault(_build_key(source, defines, tuple(options))[2], (source, defines, options))
     workers = workers or min(32, os.cpu_count() or 1)
-    if behind:
-        import queue
-        todo, done = queue.SimpleQueue(), []
-        for job in jobs.values():
-            todo.put(job)
-
-        def worker() -> None:
-            while True:
-                try:
-                    job = todo.get_nowait()
-                except queue.Empty:
-                    return
-                done.append(build(job))
-        threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, len(jobs)))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return sum(done)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return sum(pool.map(build, jobs.values()))
 
