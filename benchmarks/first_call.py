@@ -1,7 +1,7 @@
 """book.sgemm's first call on a fresh host, and a host's process life (issue #63).
 
-Each call runs in a new process, wall seconds from the call to its result (``import book``
-apart), checked against float64:
+Each call runs in a new process, wall seconds from the call to its result (``import book``,
+``book.blas`` and the CUDA context apart: "import s"), checked against float64:
   * fresh host: the book's and CuPy's kernel caches empty (new folders for each call);
   * prebuild: ``python -m book.blas.prebuild`` into a new cache, its seconds;
   * ready host: the same calls, each in a new process, on that cache; then shapes new to it.
@@ -31,6 +31,8 @@ ONE = """
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np, cupy as cp, book
+book.sgemm  # (the library's own import, book.blas, with the rest of the import)
+cp.cuda.Device().synchronize()  # (and the CUDA context)
 t1 = time.perf_counter()
 shapes, precision = json.loads(sys.argv[1]), sys.argv[2]
 out = {"import s": t1 - t0}

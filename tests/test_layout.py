@@ -96,12 +96,12 @@ def test_the_parts_depend_one_way(lower, upper):
 
 LIBRARY = sorted(m for m in MODULES if m == "book.blas" or m.startswith("book.blas."))
 LIBRARY_NEEDS = ("book.launch", "book.registry", "book.harness.check", "book.harness.device",
-                 "book.harness.results", "book.harness.measure", "book.harness.progress")
+                 "book.harness.records", "book.harness.measure", "book.harness.progress")
 """All the library may reach below it: the launch API, the registry (with the check's tolerance it
-reads), and of the harness the device report (the GPU's name and SMs), the results files (a tuning
-run's plans and rates) and the event timer a first call times its candidates with (its module's
-sweeps import the progress bars' switch, which imports tqdm only where a bar shows; the library
-makes no bar)."""
+reads), and of the harness the device report (the GPU's name and SMs), the results files as plain
+rows (a tuning run's plans and rates: ``records``, not pandas) and the event timer a first call
+times its candidates with (its module's sweeps import the progress bars' switch, which imports
+tqdm only where a bar shows; the library makes no bar)."""
 STUDIES_PLOTS_TABLES = ("book.studies", "book.harness.plots", "book.harness.tables",
                         "book.harness.notebook", "book.harness.sources", "book.harness.ceilings",
                         "book.models", "book.profile", "book.ladder", "book.tune")
@@ -162,3 +162,19 @@ def test_the_checks_catch_a_study_imported_by_the_library():
             test_the_library_imports_no_study_plot_or_table("book.blas.call")
     finally:
         GRAPH["book.blas.plans"] = saved
+
+
+def test_the_library_and_a_call_import_no_pandas():
+    from conftest import ROOT
+    """pandas' import costs a first call about 0.4 s (an H200 host): book.blas reads the results
+    files as plain rows."""
+    import subprocess
+    import sys
+    program = ("import sys, numpy as np, book\n"
+               "c = book.sgemm(book.to_device(np.ones((5, 7), np.float32)), "
+               "book.to_device(np.ones((7, 3), np.float32)))\n"
+               "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')[:3])")
+    got = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip().splitlines()[-1] == "[]"

@@ -12,14 +12,14 @@ build ahead, so that no call compiles at all. ``tune(shapes)`` chooses now, wait
 """
 from __future__ import annotations
 
+import csv
 import os
 import threading
 from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 
-from ..harness import results
+from ..harness import records
 from ..launch import replay
 from ..launch.runtime import BACKEND, build_all, built, xp
 from .kernels import FALLBACK, _sms
@@ -31,9 +31,10 @@ from .plans import (DEFAULT, STREAMK_CONFIGS, Packed, Plan, builds_for, in_layou
 _PLANS: list = [None]  # plans set in this process (use_plans), before any saved table
 
 
-def use_plans(plans: pd.DataFrame | None) -> None:
-    """Make ``sgemm`` dispatch with these plans (a tuning run's first table) in this process."""
-    _PLANS[0] = plans
+def use_plans(plans) -> None:
+    """Make ``sgemm`` dispatch with these plans (a tuning run's first table, a DataFrame) in this
+    process."""
+    _PLANS[0] = None if plans is None else plans.to_dict("records")
     _table.cache_clear()
     _tuned.cache_clear()
     _rates.cache_clear()
@@ -42,18 +43,23 @@ def use_plans(plans: pd.DataFrame | None) -> None:
 
 
 @lru_cache(maxsize=1)
-def _table() -> pd.DataFrame | None:
-    """The plans in use: set by ``use_plans``, else this GPU's saved tuning run (None on the CPU
-    or where none was saved for this GPU)."""
-    if _PLANS[0] is not None:
-        return _PLANS[0]
-    if BACKEND != "gpu":
+def _table() -> dict | None:
+    """The plans in use, {(M, N, K): row}: set by ``use_plans``, else this GPU's saved tuning
+    run (None on the CPU or where none was saved for this GPU). Plain rows: the library reads no
+    table through pandas (``harness.records``)."""
+    found = _PLANS[0]
+    if found is None and BACKEND == "gpu":
+        from ..harness.device import device_report, gpu_slug
+        try:
+            found = records.rows(PLANS_FILE, gpu_slug(device_report()["name"]))
+        except FileNotFoundError:
+            return None
+    if found is None:
         return None
-    from ..harness.device import device_report, gpu_slug
-    try:
-        return results.load(PLANS_FILE, gpu_slug(device_report()["name"]))
-    except FileNotFoundError:
-        return None
+    table = {}
+    for row in found:
+        table.setdefault((int(row["M"]), int(row["N"]), int(row["K"])), row)
+    return table
 
 
 FIRST_CALL = 6
@@ -89,8 +95,10 @@ def _learned() -> dict:
         _LEARNED["loaded"], _LEARNED["plans"] = True, {}
         path = _learned_path() if BACKEND == "gpu" else None
         if path is not None and path.exists():
-            for row in pd.read_csv(path).itertuples():
-                _LEARNED["plans"][(row.M, row.N, row.K, row.layout)] = plan_by_id(row.plan)
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    _LEARNED["plans"][(int(row["M"]), int(row["N"]), int(row["K"]),
+                                       row["layout"])] = plan_by_id(row["plan"])
     return _LEARNED["plans"]
 
 
@@ -116,17 +124,14 @@ def plan_for(M: int, N: int, K: int, layout: str = "nn"):
     return ranked(M, N, K, _sms(), layout)[0]
 
 
-@lru_cache(maxsize=4096)  # (a pandas lookup costs more than a launch: every call asks)
+@lru_cache(maxsize=4096)
 def _tuned(M: int, N: int, K: int, layout: str):
     """The tuning run's plan for this shape, in ``layout`` (None off the suite, or where that
     plan cannot read the layout)."""
-    table = _table()
-    if table is None or not len(table):
+    row = (_table() or {}).get((M, N, K))
+    if row is None:
         return None
-    row = table[(table.M == M) & (table.N == N) & (table.K == K)]
-    if not len(row):
-        return None
-    plan = _plan(row.iloc[0])
+    plan = _plan(row)
     if layout == "nn" or plan.config == FALLBACK:
         return plan
     sms = _sms()
@@ -195,8 +200,11 @@ def _keep(M: int, N: int, K: int, layout: str, best):
     plan_for.cache_clear()
     replay.clear()
     path = _learned_path()
-    pd.DataFrame([{"M": M, "N": N, "K": K, "layout": layout, "plan": best.id}]).to_csv(
-        path, mode="a", header=not path.exists(), index=False)
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        if new:
+            f.write("M,N,K,layout,plan\n")
+        f.write(f"{M},{N},{K},{layout},{best.id}\n")
     return best
 
 
@@ -303,9 +311,12 @@ def _known(M: int, N: int, K: int, layout: str) -> bool:
 
 
 def _plan(row) -> Plan:
-    """The plan of one row of a plans table (tables saved before ``pad_b`` or ``streamk``
+    """The plan of one row of a plans table, a dict (tables saved before ``pad_b`` or ``streamk``
     existed lack them; those saved since the skinny kernel name the plan by id)."""
     if isinstance(row.get("plan"), str):
         return plan_by_id(row["plan"])
-    return Plan(row.config, int(row.splits), bool(row.get("pad_b", False)),
-                bool(row.get("streamk", False)))
+    return Plan(row["config"], int(row["splits"]), _flag(row.get("pad_b")), _flag(row.get("streamk")))
+
+
+def _flag(value) -> bool:
+    return value is not None and value == value and bool(value)  # (None or NaN: absent)

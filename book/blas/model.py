@@ -7,11 +7,12 @@ plans of a shape nobody tuned; a first call on a GPU times the best few (``choic
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 
 import numpy as np
 
-from ..harness import results
+from ..harness import records
 from ..launch.runtime import BACKEND
 from ..registry import ceil_div
 from .kernels import _BK, CONFIGS, FALLBACK, SKINNY_WARPS, _spec
@@ -73,14 +74,15 @@ def _rates() -> dict[str, float]:
     """GFLOP/s of each configuration at full load: its best whole-tile plan on the large squares
     of this GPU's tuning run (09_sgemm_candidates), else of the GPU recorded last."""
     from ..harness.device import device_report, gpu_slug
-    gpus = ([gpu_slug(device_report()["name"])] if BACKEND == "gpu" else []) + results.recorded_gpus()
+    gpus = ([gpu_slug(device_report()["name"])] if BACKEND == "gpu" else []) + records.recorded_gpus()
     for gpu in gpus:
         try:
-            df = results.load(CANDIDATES_FILE, gpu)
+            found = records.rows(CANDIDATES_FILE, gpu)
         except FileNotFoundError:
             continue
-        big = df[(df.status == "ok") & (df.M >= 2048) & (df.N >= 2048) & (df.K >= 2048)]
-        rates = {c: big[big.kernel == Plan(c).id].gflops.max() for c in CONFIGS}
+        big = [r for r in found if r["status"] == "ok" and min(r["M"], r["N"], r["K"]) >= 2048]
+        rates = {c: max([r["gflops"] for r in big if r["kernel"] == Plan(c).id], default=np.nan)
+                 for c in CONFIGS}
         measured = {c: v for c, v in rates.items() if np.isfinite(v)}
         if measured:  # a configuration the run did not time: from the nearest tile it did
             return {c: v if np.isfinite(v) else _scaled_rate(c, measured) for c, v in rates.items()}
@@ -99,11 +101,15 @@ def _scaled_rate(config: str, measured: dict[str, float]) -> float:
 @lru_cache(maxsize=1)
 def _bandwidth() -> float:
     """Bytes per second of a device-to-device copy (chapter 0's ceiling), else 3e12."""
-    try:
-        c = results.load("00_ceilings").set_index("ceiling").value
-        return float(c["copy_bandwidth"]) * 1e9
-    except (FileNotFoundError, KeyError):
-        return 3e12
+    named = os.environ.get("BOOK_RESULTS_GPU")
+    for gpu in ([named] if named else []) + records.recorded_gpus():  # (saved last first)
+        try:
+            found = {r["ceiling"]: r["value"] for r in records.rows("00_ceilings", gpu)}
+        except FileNotFoundError:
+            continue
+        if "copy_bandwidth" in found:
+            return float(found["copy_bandwidth"]) * 1e9
+    return 3e12
 
 
 def model_seconds(plan: Plan, M: int, N: int, K: int, sms: int = 132) -> float:

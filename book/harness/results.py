@@ -18,14 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from .device import device_report, gpu_slug
+from . import records
+from .records import RESULTS
 from ..launch.runtime import BACKEND
-
-_CHECKOUT = Path(__file__).resolve().parents[2]
-RESULTS = Path(os.environ.get("BOOK_RESULTS_DIR") or (
-    _CHECKOUT / "results" if (_CHECKOUT / "results").is_dir() else Path.cwd() / "results"))
-"""The results folder: ``BOOK_RESULTS_DIR``, else the checkout's ``results/`` (the package used
-from a clone), else ``./results`` (the package installed on its own, e.g. by ``pip install``)."""
-
 
 def saving() -> bool:
     """Whether live measurements are written to results/: on a GPU, unless BOOK_SAVE_RESULTS=0
@@ -42,12 +37,7 @@ def results_dir(slug: str | None = None) -> Path:
 
 def recorded_gpus() -> list[str]:
     """GPU folders holding results, the one saved last first (then by name)."""
-    def saved(path: Path) -> str:
-        report = json.loads(path.read_text())
-        return report.get("saved", report.get("date", ""))
-    found = sorted(RESULTS.glob("*/device.json"), key=lambda p: p.parent.name)
-    found.sort(key=saved, reverse=True)  # stable: equal times stay in name order
-    return [p.parent.name for p in found]
+    return records.recorded_gpus(RESULTS)
 
 
 def _save(df: pd.DataFrame, chapter: str) -> Path:

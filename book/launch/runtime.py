@@ -722,13 +722,17 @@ def build_marker(source, defines, options, arch: str | None = None) -> Path:
     holding the cubin's name -- found without the scan of the source that the cubin's own key
     needs (a few ms per build of 09_sgemm.cu, a third of a second over a first call's plans)."""
     import hashlib
-
-    from cupy.cuda import compiler, nvrtc
     path, defines, key, _ = _build_key(source, defines, tuple(options))
     name = hashlib.sha256(repr((key[2], sorted(defines.items()), tuple(options),
-                                arch or compiler._get_arch(), nvrtc.getVersion(),
-                                cupy.__version__)).encode()).hexdigest()[:24]
+                                *_toolchain(arch))).encode()).hexdigest()[:24]
     return cuda_source.cache_dir("cubin") / "built" / name
+
+
+@lru_cache(maxsize=None)
+def _toolchain(arch: str | None) -> tuple:
+    """(arch, default this GPU's; NVRTC's version; CuPy's), asked once."""
+    from cupy.cuda import compiler, nvrtc
+    return arch or compiler._get_arch(), nvrtc.getVersion(), cupy.__version__
 
 
 def mark_built(marker: Path, cubin: Path) -> None:
