@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TEST := BOOK_SAVE_RESULTS=0 $(BIN)/python -m pytest --nbval --nbval-cell-timeout=900 -q \
 	-n auto --dist loadfile --durations=15
 
-.PHONY: test test-sweep test-all book lab gpu-book gpu-test clean
+.PHONY: test test-sweep test-all book lab gpu-book gpu-test prebuild clean
 
 $(BIN)/.installed: requirements.txt
 	$(PY) -m venv $(VENV)
@@ -48,15 +48,19 @@ lab: $(BIN)/.installed
 	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/pip install -q jupyterlab==4.6.6
 	cd notebooks && ../$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
+## On a GPU: compile every kernel book.sgemm may run into the book's cache (no call compiles then).
+prebuild: $(BIN)/.gpu-installed
+	$(BIN)/python -m book.blas.prebuild
+
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
-gpu-book: $(BIN)/.gpu-installed
+gpu-book: prebuild
 	$(BIN)/python -m book.harness.execute
 	$(BIN)/python -m book.ladder
 	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 
 ## On a GPU: the tests, their sweeps and nbval on the GPU (results/ untouched).
-gpu-test: $(BIN)/.gpu-installed
+gpu-test: prebuild
 	$(TEST) --sweep
 
 clean:

@@ -5,10 +5,10 @@ M, N, K >= 1 -- contiguous, rows of wider arrays (leading dimensions), or the tr
 either -- with chapter 8's cp.async kernel (``08_async.cu``; ``09_sgemm.cu`` adds its entries for
 leading dimensions, split-K and stream-K) in a plan per shape (chapter 9): on the suite's shapes
 the one a tuning run on this GPU found fastest; on any other shape, the fastest of the cost
-model's best few (``ranked``), timed on the shape's first call on this GPU and remembered
-(``learn``; where their kernels are not compiled yet, the model's best runs while they compile
-in the background, and a later call times them: ``settle``; ``tune(shapes)`` chooses at once;
-without a GPU, the model's best). A call seen before repeats its launches (``launch.replay``). ``precision='tf32x3'`` runs chapter 10's 3xTF32
+model's best few (``ranked``), timed over the shape's first calls on this GPU, one candidate a
+call after the first, and remembered (``settle``; kernels not compiled yet compile meanwhile in
+a process of their own, and ``python -m book.blas.prebuild`` compiles them all ahead;
+``tune(shapes)`` chooses at once; without a GPU, the model's best). A call seen before repeats its launches (``launch.replay``). ``precision='tf32x3'`` runs chapter 10's 3xTF32
 kernel on Hopper's tensor cores at float32's accuracy. Below compute capability 8.0, chapter
 8's warp-tile kernel runs.
 
@@ -23,7 +23,8 @@ Its modules, each on those before it:
 * ``choice`` -- which plan a call runs (``plan_for``): the tuning run's, what a first call on
   this GPU learned (``learn``, kept per GPU on disk), else the model's best;
 * ``tf32x3`` -- ``precision='tf32x3'``;
-* ``call`` -- ``sgemm`` itself.
+* ``call`` -- ``sgemm`` itself;
+* ``prebuild`` -- every build a call may run, compiled ahead (``python -m book.blas.prebuild``).
 
 It uses the launch API (``book.launch``), the registry of kernels and, of the harness, only what
 a call needs: the device report, the results files (a tuning run's plans and rates) and, on a
