@@ -335,3 +335,18 @@ def test_helper_math_s_lerp_and_clamp_compile(tmp_path):
     y = xp.zeros(32, dtype=xp.float32)
     load_kernel(src, "mix")(1, 32, (y,))
     assert (to_host(y) == 1.5).all()
+
+
+def test_math_constants_without_an_include_compile_as_under_nvcc(tmp_path):
+    """INFINITY, NAN and M_PI come with nvcc's own includes; NVRTC has no math.h: the book
+    defines them for it, so a kernel written for nvcc compiles on both backends."""
+    import numpy as np
+    from book import load_kernel
+    src = tmp_path / "consts.cu"
+    src.write_text('extern "C" __global__ void k(float* out) {\n'
+                   '    out[0] = INFINITY; out[1] = -INFINITY; out[2] = NAN; out[3] = (float)M_PI;\n'
+                   '    out[4] = HUGE_VALF; out[5] = (float)M_SQRT2;\n}\n')
+    out = np.zeros(6, np.float32)
+    load_kernel(src, "k")(1, 1, (out,))
+    assert out[0] == np.inf and out[1] == -np.inf and np.isnan(out[2]) and out[4] == np.inf
+    assert out[3] == np.float32(np.pi) and out[5] == np.float32(np.sqrt(2))

@@ -203,6 +203,14 @@ built in (printf, sqrtf, memcpy, assert): NVRTC gets the text (typedefs and macr
 INT_MAX, FLT_MAX, M_PI...), the emulator's C++ compiler the header itself."""
 
 
+_PRELUDE = ["#ifdef __CUDACC_RTC__  // math.h's constants, which nvcc's own includes define"] + [
+    line for m in re.finditer(r"^#define (\w+) (.*)$", _MATH, re.M)
+    for line in (f"#ifndef {m.group(1)}", m.group(0), "#endif")] + ["#endif"]
+"""What every source starts with: INFINITY, NAN, HUGE_VALF and math.h's M_ constants for NVRTC,
+which has no math.h, where a kernel written for nvcc uses them without an include (nvcc's
+cuda_runtime.h brings math.h in; the emulator's C++ library has them)."""
+
+
 def _system_header(name: str, line: str, lineno: int, filename: str) -> list[str] | None:
     """The lines that replace ``#include <name>`` (see SYSTEM_HEADERS), or None to keep it."""
     if name not in SYSTEM_HEADERS:
@@ -223,7 +231,7 @@ def read_source(path: Path, _seen: tuple[Path, ...] = (), files: list | None = N
         raise KernelSourceError(f"{path.name}: circular #include")
     if files is not None:
         files.append(path)
-    out = [f'#line 1 "{path.name}"']
+    out = ([] if _seen else _PRELUDE) + [f'#line 1 "{path.name}"']
     text = path.read_text(encoding="utf-8-sig")  # (a byte-order mark dropped)
     for lineno, line in enumerate(text.splitlines(), start=1):
         match = _INCLUDE.match(line)

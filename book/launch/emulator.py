@@ -166,7 +166,8 @@ def precompiled_header(base: tuple[str, ...]) -> tuple[str, ...]:
     cmd, version = compiler()
     if os.environ.get("BOOK_EMU_PCH", "1") == "0" or "clang" in version.lower():
         return ()
-    key = hashlib.sha256("\0".join([header_text(), " ".join(cmd), version, *base]).encode()
+    flags = [a for a in base if a != "-shared" and not a.startswith("-Wl,")]  # (no link)
+    key = hashlib.sha256("\0".join([header_text(), " ".join(cmd), version, *flags]).encode()
                          ).hexdigest()[:32]
     folder = cache_dir() / f"pch-{key}"
     gch = folder / "cuda_emu.h.gch"
@@ -179,7 +180,7 @@ def precompiled_header(base: tuple[str, ...]) -> tuple[str, ...]:
                 pass
             if not gch.exists() and not (folder / "failed.log").exists():
                 tmp = folder / f"cuda_emu.h.{os.getpid()}.tmp"
-                proc = subprocess.run([*cmd, *(a for a in base if a != "-shared"), "-x",
+                proc = subprocess.run([*cmd, *flags, "-x",
                                        "c++-header", str(HEADER), "-o", str(tmp)],
                                       capture_output=True, text=True)
                 if proc.returncode == 0:
