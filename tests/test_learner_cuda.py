@@ -350,3 +350,29 @@ def test_math_constants_without_an_include_compile_as_under_nvcc(tmp_path):
     load_kernel(src, "k")(1, 1, (out,))
     assert out[0] == np.inf and out[1] == -np.inf and np.isnan(out[2]) and out[4] == np.inf
     assert out[3] == np.float32(np.pi) and out[5] == np.float32(np.sqrt(2))
+
+
+def test_cucomplex_h_compiles_and_takes_complex_arrays(tmp_path):
+    """cuComplex.h (the CUDA toolkit's, from the runtime wheel requirements.txt installs):
+    NVRTC reads it from the toolkit's folder, the emulator its text with cuda_emu.h's float2;
+    a cuFloatComplex* takes a complex64 array, and is bounds-checked in its elements."""
+    import numpy as np
+    from book import LaunchError, load_kernel, to_device, to_host
+    from book.launch import cuda_source
+    if cuda_source.cuda_include_dir() is None:
+        pytest.skip("no CUDA toolkit headers here")
+    src = tmp_path / "cmul.cu"
+    src.write_text('#include <cuComplex.h>\n'
+                   'extern "C" __global__ void cmul(const cuFloatComplex* a, const cuFloatComplex* b,\n'
+                   '                                cuFloatComplex* c, int n) {\n'
+                   '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+                   '    if (i < n) c[i] = cuCaddf(cuCmulf(a[i], b[i]), make_cuFloatComplex(0.f, cuCabsf(a[i])));\n'
+                   '}\n')
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(40) + 1j * rng.standard_normal(40)).astype(np.complex64).reshape(2, 20)
+    c = to_device(np.zeros(20, np.complex64))
+    k = load_kernel(src, "cmul")
+    k(1, 32, (to_device(a), to_device(b), c, np.int32(20)))
+    np.testing.assert_allclose(to_host(c), a * b + 1j * np.abs(a), rtol=1e-5, atol=1e-6)
+    with pytest.raises(LaunchError, match="expects a float32 array, got float64"):
+        k(1, 32, (to_device(a), to_device(b), to_device(np.zeros(20)), np.int32(20)))

@@ -213,6 +213,12 @@ cuda_runtime.h brings math.h in; the emulator's C++ library has them)."""
 
 def _system_header(name: str, line: str, lineno: int, filename: str) -> list[str] | None:
     """The lines that replace ``#include <name>`` (see SYSTEM_HEADERS), or None to keep it."""
+    if name == "cuComplex.h":
+        text = _cucomplex()
+        return None if text is None else [
+            "#ifdef __CUDACC_RTC__", line.strip(), "#else  // (the emulator: the header's text, its "
+            "vector types being cuda_emu.h's)", '#line 1 "cuComplex.h"', *text.splitlines(),
+            "#endif", f'#line {lineno + 1} "{filename}"']
     if name not in SYSTEM_HEADERS:
         return None
     rtc = SYSTEM_HEADERS[name]
@@ -633,9 +639,10 @@ def parse_ptxas_log(log: str) -> dict[str, dict]:
 
 
 FP16_INCLUDE = re.compile(
-    r'^[ \t]*#[ \t]*include[ \t]*[<"]((?:cuda_fp16|cuda_bf16)\.h(?:pp)?)[>"]', re.M)
-"""``#include <cuda_fp16.h>`` or ``<cuda_bf16.h>``: NVRTC gets the CUDA headers' folder for it
-(header_options); the emulator drops the line (cuda_emu.h provides the headers' types)."""
+    r'^[ \t]*#[ \t]*include[ \t]*[<"]((?:cuda_fp16|cuda_bf16|cuComplex)\.h(?:pp)?)[>"]', re.M)
+"""``#include <cuda_fp16.h>``, ``<cuda_bf16.h>`` or ``<cuComplex.h>``: NVRTC gets the CUDA
+headers' folder for it (header_options); the emulator drops the line (cuda_emu.h provides the
+fp16 headers' types) or reads the header's text (:func:`_cucomplex`)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -658,6 +665,19 @@ def cuda_include_dir() -> str | None:
         if folder and (Path(folder) / "include" / "cuda_fp16.h").is_file():
             return str(Path(folder) / "include")
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def _cucomplex() -> str | None:
+    """The CUDA toolkit's cuComplex.h (cuFloatComplex, cuCmulf...) without its #include of
+    vector_types.h, for the emulator, whose float2 and double2 are cuda_emu.h's; None where no
+    toolkit headers are found (the include then fails as any missing header does)."""
+    folder = cuda_include_dir()
+    path = Path(folder) / "cuComplex.h" if folder else None
+    if path is None or not path.is_file():
+        return None
+    return re.sub(r'^[ \t]*#[ \t]*include[ \t]*"vector_types\.h"[^\n]*', "// (vector_types.h: cuda_emu.h's)",
+                  path.read_text(), flags=re.M)
 
 
 def header_options(text: str) -> tuple[str, ...]:

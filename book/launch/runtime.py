@@ -142,6 +142,11 @@ def _dims(value, what: str, name: str, limit: tuple[int, ...]) -> tuple[int, int
     return dims
 
 
+_COMPLEX = {("float2", np.dtype(np.complex64)), ("double2", np.dtype(np.complex128))}
+"""Arrays a float2 or double2 pointer also takes: complex numbers, laid out as their pairs
+(cuComplex.h's cuFloatComplex and cuDoubleComplex are float2 and double2)."""
+
+
 def _check_arg(name: str, index: int, param: Param, value, size: int | None = None) -> None:
     """LaunchError where ``value`` does not fit the parameter; ``size``: a struct's sizeof."""
     where = f"{name}: argument {index} '{param.name}' ({param.ctype})"
@@ -150,7 +155,8 @@ def _check_arg(name: str, index: int, param: Param, value, size: int | None = No
         if not isinstance(value, array_type):
             raise LaunchError(f"{where} expects a {array_type.__module__.split('.')[0]} array on "
                               f"the {BACKEND} backend, got {type(value).__name__} (use to_device)")
-        if value.dtype != param.dtype and param.kind != "void":
+        if (value.dtype != param.dtype and param.kind != "void"
+                and (param.base, value.dtype) not in _COMPLEX):
             raise LaunchError(f"{where} expects a {param.dtype} array, got {value.dtype}")
         if not value.flags.c_contiguous:
             raise LaunchError(f"{where} expects a C-contiguous array, got a strided view "
