@@ -376,3 +376,24 @@ def test_cucomplex_h_compiles_and_takes_complex_arrays(tmp_path):
     np.testing.assert_allclose(to_host(c), a * b + 1j * np.abs(a), rtol=1e-5, atol=1e-6)
     with pytest.raises(LaunchError, match="expects a float32 array, got float64"):
         k(1, 32, (to_device(a), to_device(b), to_device(np.zeros(20)), np.int32(20)))
+
+
+@pytest.mark.parametrize("text, name, says", [
+    ('__global__ void add(float* x) { x[threadIdx.x] += 1; }\n'
+     'int main() { float* d; cudaMalloc(&d, 400); add<<<1, 100>>>(d); cudaDeviceSynchronize(); }\n',
+     "add", r"holds host code .* to_device for cudaMalloc"),
+    ('__global__ void child(float* x) { x[threadIdx.x] = 1; }\n'
+     'extern "C" __global__ void parent(float* x) { if (threadIdx.x == 0) child<<<1, 32>>>(x); }\n',
+     "parent", r"launches a kernel \(dynamic parallelism\) .* launch the second kernel from Python"),
+    ('template <typename T, int N> __global__ void reduce(T* x) { x[threadIdx.x % N] = 0; }\n',
+     "reduce<float32, 256>", r"reduce<float32, 256>, is NVRTC's name expression: .* float, not float32"),
+])
+def test_whole_programs_device_launches_and_misspelt_instances_say_what_to_do(tmp_path, text, name, says):
+    """What NVRTC says of a tutorial's whole file (main, cudaMalloc), of a kernel launching a
+    kernel, and of a template instance it cannot parse, with the way around added."""
+    from book import load_kernel
+    from book.launch.runtime import KernelCompileError
+    src = tmp_path / "k.cu"
+    src.write_text(text)
+    with pytest.raises(KernelCompileError, match=says):
+        load_kernel(src, name)

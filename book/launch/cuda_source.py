@@ -748,8 +748,29 @@ _WARNING = re.compile(r"^(?P<file>[^:(\n]+)(?::(?P<line>\d+):(?:\d+:)?|\((?P<nli
                       r"warning(?: #[\w-]+)?: (?P<text>.*)$", re.M)
 
 
+_HOST_API = re.compile(r'identifier "(cuda(?:Malloc\w*|Memcpy\w*|Free\w*|DeviceSynchronize|'
+                       r'DeviceReset|GetLastError|EventCreate|StreamCreate|SetDevice)|main)" is undefined')
+
+
 def compile_hint(log: str) -> str:
     """A line to add to NVRTC's compile errors where they have a known way around ("" if not)."""
+    name = re.search(r"#pragma nv_mangled_name (.+)", log)
+    if "__nv_name_map" in log and name:
+        return (f"\n(The kernel's name as given to load_kernel, {name.group(1).strip()}, is NVRTC's "
+                f"name expression: NVRTC reads it as C++ after the file, so each template argument "
+                f"must be a type or a constant the file knows, in the template's order: float, not "
+                f"float32; 256, not N.)")
+    if "device-side kernel launch" in log:
+        return ("\n(A kernel that launches a kernel (dynamic parallelism) needs relocatable device "
+                "code and CUDA's device runtime (nvcc -rdc=true -lcudadevrt), which NVRTC as the "
+                "book uses it, and the emulator, do not have: launch the second kernel from Python "
+                "after the first, or do its work in the first.)")
+    if _HOST_API.search(log):
+        return ("\n(This file holds host code -- main, cudaMalloc, cudaMemcpy, a <<<grid, block>>> "
+                "launch -- and load_kernel compiles kernels only, as NVRTC does: keep the "
+                "__global__ functions and the __device__ code they call, and do the host's part from "
+                "Python: to_device for cudaMalloc and cudaMemcpy, kernel(grid, block, args) for the "
+                "<<<>>> launch, to_host to copy the result back.)")
     m = _MISSING_HEADER.search(log)
     if m:
         return (f"\n(NVRTC, the GPU compiler, finds no header {m.group(1)}: it has none of the C++ "
