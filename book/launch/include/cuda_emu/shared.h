@@ -9,6 +9,9 @@ namespace cuda_emu {
 // ---- __shared__ memory ------------------------------------------------------------------------
 // book/launch/rewrite.py rewrites the declarations; each copy is `static thread_local`, one per OS
 // thread, i.e. per block in flight:
+// Every block's shared arrays start filled with 0xFF bytes, static and dynamic alike (NaN as
+// floats, -1 as integers): a GPU's shared memory holds whatever it held, so a histogram never
+// zeroed or a read before any write shows in the result here too, not as a lucky zero.
 //   * `__shared__ T name[A][B];` becomes shared_array<T, A, B>: its bytes end (to 16 bytes) where
 //     an inaccessible page begins, and every index is checked against its dimension (the error
 //     names the array, the index and the line). An element is an lvalue of type T (operator[]
@@ -120,6 +123,7 @@ inline void reset_shared_checks(unsigned n_threads) {
     for (SharedInfo* a : shared_arrays) {
         std::fill(a->shadow.begin(), a->shadow.end(), Shadow{});
         a->escaped = false;
+        std::memset(const_cast<unsigned char*>(a->begin), 0xFF, a->bytes);  // (a GPU's shared memory starts as what it held)
         if (bytes_written_before(a->before, a->before_bytes))  // (a launch that stopped early)
             std::memset(a->before, 0xFF, a->before_bytes);
     }
@@ -399,6 +403,7 @@ struct shared_storage {
         record.before = bytes.map, record.before_bytes = bytes.map ? bytes.pages - bytes.size : 0;
         if (record.before_bytes) std::memset(record.before, 0xFF, record.before_bytes);
         record.begin = bytes.data(), record.bytes = sizeof(Whole), record.unit = unit;
+        std::memset(bytes.data(), 0xFF, record.bytes);  // (as each block's start fills it)
         shared_arrays.push_back(&record);
     }
     ~shared_storage() {
