@@ -330,3 +330,27 @@ def test_check_mode_stops_a_shift_by_the_width_or_more_at_its_line(check_mode, t
             r"a GPU's shl/shr clamp it to 32")):
         load_kernel(src, "offsets")(1, 32, (out, np.int32(31)))
     still_works()
+
+
+def test_a_block_needing_more_registers_than_a_gpu_has_is_refused(tmp_path):
+    """111 registers (NVRTC's report) x 1024 threads exceed a block's 65,536: a GPU refuses the
+    launch; so does the emulator, naming the numbers and the way out. 256 threads fit."""
+    from book.launch.runtime import KernelCompileError
+    src = tmp_path / "heavy.cu"
+    src.write_text(
+        'extern "C" __global__ void heavy(const float* x, float* out, int n) {\n'
+        '    float acc[96];\n'
+        '#pragma unroll\n    for (int j = 0; j < 96; ++j) acc[j] = 0.f;\n'
+        '    for (int i = 0; i < n; ++i) {\n        float v = x[i * 1024 + threadIdx.x];\n'
+        '#pragma unroll\n        for (int j = 0; j < 96; ++j) acc[j] = acc[j] * v + (float)j;\n    }\n'
+        '    float t = 0;\n#pragma unroll\n    for (int j = 0; j < 96; ++j) t += acc[j] * acc[(j * 5) % 96];\n'
+        '    out[threadIdx.x] = t;\n}\n')
+    k = load_kernel(src, "heavy")
+    if not k.module._report_or_compile_error().get("heavy"):
+        pytest.skip("no NVRTC here: no register count")
+    x, out = np.ones(2048, np.float32), np.zeros(1024, np.float32)
+    k(1, 256, (x, out, np.int32(2)))
+    with pytest.raises(LaunchError, match=r"heavy: 1024 threads a block at \d+ registers each take "
+                                          r"[\d,]+ registers .*\(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"):
+        k(1, 1024, (x, out, np.int32(2)))
+    still_works()

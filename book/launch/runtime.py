@@ -271,13 +271,37 @@ class Kernel:
                     f"exceed the {self._max_dynamic_shared}-byte limit per block; a kernel may opt "
                     f"in to up to {limits['shared_per_block_optin']} bytes by setting "
                     f"kernel.max_dynamic_shared_size_bytes")
+        if BACKEND != "gpu" and threads > 256:  # (255 registers x 256 threads always fit)
+            self._check_registers(threads)
         self.module.launch(self.name, grid, block, args, self.params, shared_mem, timeout_s)
+
+    def _check_registers(self, threads: int) -> None:
+        """On the emulator, the GPU's refusal of a block whose registers (NVRTC's report of the
+        optimized build, allocated per warp in units of 256) exceed the 65,536 of a block."""
+        report = self.module._report_or_compile_error().get(self.name)
+        if not report:
+            return  # (no NVRTC here: no register count)
+        regs = report["num_regs"]
+        need = -(-threads // 32) * (-(-regs * 32 // 256) * 256)
+        if need > REGISTERS_PER_BLOCK:
+            raise LaunchError(
+                f"{self.name}: {threads} threads a block at {regs} registers each take {need:,} "
+                f"registers (a warp's are allocated in units of 256), over the "
+                f"{REGISTERS_PER_BLOCK:,} of a block: a GPU refuses this launch "
+                f"(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 'too many resources requested for launch'). "
+                f"Launch fewer threads a block, or declare __launch_bounds__({threads}): the "
+                f"compiler then keeps each thread within {REGISTERS_PER_BLOCK // threads // 8 * 8} "
+                f"registers, spilling the rest to local memory")
 
     def set_constant(self, name: str, values) -> None:
         """Fill the ``__constant__`` (or ``__device__``) variable ``name`` of this kernel's source
         with ``values`` (a NumPy array or scalar of the variable's type, at most its size), as
         ``cudaMemcpyToSymbol`` does; every kernel of the same build sees it from the next launch."""
         self.module.set_constant(name, values)
+
+
+REGISTERS_PER_BLOCK = 65536
+"""The registers one block may hold, on every GPU from compute capability 5.0 to 9.0."""
 
 
 class _NoFlushModule:
