@@ -418,6 +418,22 @@ def gpu_module(source: str | Path, defines: dict | None = None, options=()) -> "
     return _NoFlushModule(text, gpu_options, path.name, names)
 
 
+def nvrtc_attributes(source: str | Path, name: str, defines: dict | None = None, options=()) -> dict:
+    """What ``load_kernel(...).attributes`` gives on the CPU backend -- ptxas's report of NVRTC's
+    optimized build for an sm_90 GPU: registers, spills, static shared and local memory --
+    without building the emulator's library (seconds a kernel): for tables of registers and
+    occupancy, on any backend."""
+    path, defines, _, text = _build_key(source, defines, tuple(options))
+    gpu_options, names = _nvrtc_inputs(text, cuda_source.scan(text, defines), defines, tuple(options))
+    try:
+        report = cuda_source.ptxas_report(text, path.name, gpu_options, CPU_ARCH, names)
+    except KernelSourceError as exc:
+        raise KernelCompileError(str(exc)) from None
+    if name not in report:
+        raise KernelSourceError(f"{path.name}: NVRTC reports no kernel {name!r}")
+    return dict(report[name])
+
+
 class _Module:
     """One source file compiled with one set of defines, on the current backend; with
     ``instance`` (``"k<128, float>"``), also that instance of the template kernel k."""

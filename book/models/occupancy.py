@@ -69,10 +69,16 @@ def report(specs, K: int = 4096) -> pd.DataFrame:
     from concurrent.futures import ThreadPoolExecutor
 
     from ..harness.measure import build_ahead
-    build_ahead(specs)
-    kernels = [spec.kernel() for spec in specs]
+    from ..launch.runtime import nvrtc_attributes
+    if BACKEND == "gpu":
+        build_ahead(specs)
+        kernels = [spec.kernel() for spec in specs]
+        attributes = lambda k: k.attributes  # noqa: E731
+    else:  # (NVRTC's report alone: the emulator's builds are not needed for it)
+        kernels = specs
+        attributes = lambda s: nvrtc_attributes(s.source, s.name, dict(s.defines), s.options)  # noqa: E731
     with ThreadPoolExecutor() as pool:  # each report is an NVRTC compile of its own: side by side
-        reports = list(pool.map(lambda k: k.attributes, kernels))
+        reports = list(pool.map(attributes, kernels))
     rows = []
     for spec, kernel, attrs in zip(specs, kernels, reports):
         threads = spec.block[0] * spec.block[1]
