@@ -278,4 +278,4 @@ def checks_by_kind(checked: pd.DataFrame) -> pd.DataFrame:
             shape: (f"{(col == 'ok').sum()} of {len(col)} ok" +
                     "".join(f"; {p}: {v}" for p, v in col[col != "ok"].items()))
             for shape, col in g.items()}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("plans")
+    return pd.DataFrame.from_dict(rows, orient="index")
