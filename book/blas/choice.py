@@ -21,7 +21,7 @@ import numpy as np
 
 from ..harness import records
 from ..launch import replay
-from ..launch.runtime import BACKEND, build_all, built, xp
+from ..launch.runtime import BACKEND, build_all, built, gpu_arch, xp
 from .kernels import FALLBACK, _sms
 from .model import PLANS_FILE, _rates, model_seconds, ranked
 from .plans import (DEFAULT, STREAMK_CONFIGS, Packed, Plan, builds_for, in_layout, packed_plans,
@@ -268,14 +268,13 @@ def compile_behind(builds):
     import tempfile
     from pathlib import Path
 
-    from .prebuild import device_arch
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([[str(s), dict(d), list(o)] for s, d, o in builds], f)
     root = str(Path(__file__).resolve().parents[2])  # (where ``book`` imports from)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     return subprocess.Popen(
-        [sys.executable, "-m", "book.blas.prebuild", "--arch", device_arch(), "--builds", f.name,
+        [sys.executable, "-m", "book.blas.prebuild", "--arch", gpu_arch(), "--builds", f.name,
          "--remove", "--workers", "2"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True, env=env)
 

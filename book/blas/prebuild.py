@@ -20,7 +20,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..launch.runtime import BACKEND, build_marker, gpu_module, mark_built
+from ..launch.runtime import BACKEND, build_marker, gpu_arch, gpu_module, mark_built
 
 SHAPES = [(4096, 4096, 4096), (1000, 1000, 1000), (4097, 4095, 4093), (3000, 2000, 1502),
           (512, 512, 65536), (16384, 16384, 256), (128, 16384, 4096), (16384, 128, 4096),
@@ -96,17 +96,11 @@ def every_build(cc: tuple[int, int]) -> list:
     return list(unique.values())
 
 
-def device_arch() -> str:
-    """This GPU's architecture as NVRTC's -arch takes it ("90")."""
-    from cupy.cuda import compiler
-    return compiler._get_arch()
-
-
 def prebuild(arch: str | None = None, builds=None, workers: int | None = None) -> dict:
     """Compile ``builds`` (default: :func:`every_build` of ``arch``) for ``arch`` ("90"; default:
     this GPU's) into the cubin cache, ``workers`` at once; returns how many were compiled, were
     there already and failed (each failure's first line), and the seconds it took."""
-    arch = arch or device_arch()
+    arch = arch or gpu_arch()
     cc = (int(arch[:-1]), int(arch[-1]))
     builds = every_build(cc) if builds is None else builds
     marks = [build_marker(*b, arch=arch) for b in builds]
@@ -148,7 +142,7 @@ def main(argv=None) -> int:
     done = prebuild(args.arch, builds, args.workers)
     quiet = args.builds is not None
     if not quiet:
-        print(f"{done['builds']} builds for sm_{args.arch or device_arch()}: {done['compiled']} "
+        print(f"{done['builds']} builds for sm_{args.arch or gpu_arch()}: {done['compiled']} "
               f"compiled, {done['already there']} already there, {len(done['failed'])} failed "
               f"({done['seconds']:.1f} s)")
         for line in done["failed"]:

@@ -774,6 +774,12 @@ def build_marker(source, defines, options, arch: str | None = None) -> Path:
     return cuda_source.cache_dir("cubin") / "built" / name
 
 
+def gpu_arch() -> str:
+    """This GPU's architecture as NVRTC's -arch takes it ("90"): the newest NVRTC can build for,
+    at most the GPU's."""
+    return _toolchain(None)[0]
+
+
 @lru_cache(maxsize=None)
 def _toolchain(arch: str | None) -> tuple:
     """(arch, default this GPU's; NVRTC's version; CuPy's), asked once."""
