@@ -23,7 +23,7 @@ $(BIN)/.gpu-installed: $(BIN)/.installed requirements-gpu.txt
 ## Run every test: tests/ plus every notebook re-executed and compared by nbval (results/ untouched).
 ## Each exhaustive sweep runs here by its representatives: one registered kernel per kernel
 ## function (tests/conftest.py's KERNEL_REPRESENTATIVES) on every size, in the check mode and in
-## the NVRTC compile matrix; 3 of book.sgemm's 14 configurations on every plan, and the transposed
+## the NVRTC compile matrix; 2 of book.sgemm's 14 configurations on every plan, and the transposed
 ## operands' builds (TRANS_A, TRANS_B, both) once each. The sweeps' other cases (marked `sweep`:
 ## tile sizes, pads, splits, configurations, layouts, the held-out studies)
 ## are reported as skipped.

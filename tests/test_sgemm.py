@@ -15,7 +15,7 @@ ODD = [(1, 1, 1), (33, 17, 65), (65, 64, 63), (7, 300, 600), (130, 70, 33), (151
 """Odd sizes. In the last two the rows of B (N = 70, 269) and of a transposed A (M = 130, 151)
 start on 8 bytes, then on 4 only (08_async.cu's ROW_ALIGN builds), with edge tiles moved back
 to an edge that is not a multiple of 4 (tiles of up to 128 x 256)."""
-REPRESENTATIVES = ("128x256", "64x64", "32x32/k8")
+REPRESENTATIVES = ("128x256", "32x32/k8")
 """The configurations make test checks on every plan (each of BK 8, 16 and 32, 2 to 4 stages,
 64 to 256 threads, 8 x 4 and 4 x 4 thread tiles, MINB 1 and 2, serpentine or not); make
 test-sweep checks the other nine."""

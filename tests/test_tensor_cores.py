@@ -185,10 +185,11 @@ def test_an_mbarrier_phase_no_arrival_completes_is_a_deadlock_error():
 @pytest.mark.skipif(not _hopper(), reason="wgmma needs compute capability 9.0 (the emulator counts as 9.0)")
 @pytest.mark.parametrize("shape, splits", [((130, 129, 200), 1), ((64, 40, 300), 2), ((33, 17, 9), 1),
                                            ((200, 260, 32 * 7), 1), ((128, 128, 32 * 11), 3)])
-@pytest.mark.parametrize("variant, scaled", [((("PRODUCER", 1), ("PINGPONG", 0)), 0),
-                                             ((("PRODUCER", 1), ("PINGPONG", 1)), 0),
-                                             ((("AREG", 1),), 0), ((("AREG", 1),), 1),
-                                             ((("AREG", 1), ("CHUNK", 8)), 0)])
+@pytest.mark.parametrize("variant, scaled", [  # (make test: steps 4 and 5 once each; the sweep: all)
+    pytest.param((("PRODUCER", 1), ("PINGPONG", 0)), 0, marks=pytest.mark.sweep),
+    ((("PRODUCER", 1), ("PINGPONG", 1)), 0),
+    pytest.param((("AREG", 1),), 0, marks=pytest.mark.sweep), ((("AREG", 1),), 1),
+    pytest.param((("AREG", 1), ("CHUNK", 8)), 0, marks=pytest.mark.sweep)])
 def test_steps_4_and_5_give_step_3s_bits(shape, splits, variant, scaled):
     """matmul_tf32x3_ws (step 4: a producer warpgroup, per-stage mbarriers; with PINGPONG, two
     partial sums taking turns) and matmul_tf32x3_areg (step 5: A split in registers, scaled
