@@ -172,6 +172,7 @@ def rerun_note(kernel: str, device: str, gflops: float, n: int = 4096) -> str:
     ladder_gflops = headline(kernel, device, n)[0]
     apart = gflops / ladder_gflops - 1
     said = f"the ladder's {ladder_gflops:,.0f} GFLOP/s from chapter {int(runs.index[0][:2])}'s run"
+    said += f" at n = {n}"
     if abs(apart) <= SAME_GPU:
         return f"{gflops:,.0f} GFLOP/s, within {100 * abs(apart):.1f}% of {said}"
     wide = kernel_runs(gpu, kernel, n, "quartiles").get(runs.index[0], 0.0)
@@ -638,7 +639,7 @@ def gains(df: pd.DataFrame, two: pd.DataFrame, base: str, other: str) -> dict[st
             wide = [w.max() if len(w) else 0.0 for w in within]
             if max(wide) >= _spread(runs):
                 d = (base, other)[int(np.argmax(wide))]
-                why = f"the quartiles of its {d.removeprefix('NVIDIA ')} run {100 * noise:.0f}% apart"
+                why = f"the quartiles of its {d.removeprefix('NVIDIA ').split()[0]} run {100 * noise:.0f}% apart"
             else:
                 why = f"its runs {100 * noise:.0f}% apart"
             out["noise"].append(f"{row.label} ({row.ratio:.2f}x, {why})")
@@ -648,7 +649,8 @@ def gains(df: pd.DataFrame, two: pd.DataFrame, base: str, other: str) -> dict[st
         once = (f"; one run on each GPU, its repeats' quartiles within {100 * noise:.0f}%"
                 if all(len(r) < 2 for r in runs) else "")
         out["dram" if left else "rest"].append(
-            f"{row.label} ({row.ratio:.2f}x; {a[0]:.1f} and {a[1]:.1f} FLOPs per DRAM byte{once})"
+            f"{row.label} ({row.ratio:.2f}x; {a[0]:.1f} and {a[1]:.1f} FLOPs per DRAM byte on the "
+            f"{base.removeprefix('NVIDIA ').split()[0]} and the {other.removeprefix('NVIDIA ').split()[0]}{once})"
             if a[0] == a[0] else f"{row.label} ({row.ratio:.2f}x{once})")
     return {k: "; ".join(v) if v else "none" for k, v in out.items()}
 

@@ -54,12 +54,11 @@ def disturbed(df: pd.DataFrame, labels: dict) -> str:
     they timed, whose median reads low -- or "" where there are none."""
     ok = df[(df.status == "ok") & df.kernel.isin(labels)]
     wide = ok[ok.time_q3_ms / ok.time_q1_ms - 1 > STEADY] if "time_q3_ms" in ok else ok[:0]
-    said = [f"{labels[r.kernel]} at n = {r.M} ({100 * (r.time_q3_ms / r.time_q1_ms - 1):.0f}% apart)"
-            for r in wide.itertuples()]
+    said = [f"{labels[r.kernel]} at n = {r.M} (quartiles "
+            f"{100 * (r.time_q3_ms / r.time_q1_ms - 1):.0f}% apart)" for r in wide.itertuples()]
     if not said:
         return ""
-    return (f" In this run the timing of {'; '.join(said)} was disturbed: its repeats' quartiles "
-            "lay far apart and its median reads low; the other size is the one to compare.")
+    return f" Disturbed in this run too, and reading low: {'; '.join(said)}; compare the other size."
 
 
 def bars(df: pd.DataFrame, labels: dict, *, title: str, peak: float | None = None,
