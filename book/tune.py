@@ -53,9 +53,11 @@ def disturbed(df: pd.DataFrame, labels: dict) -> str:
     quartiles lay more than :data:`~book.harness.measure.STEADY` apart -- runs disturbed while
     they timed, whose median reads low -- or "" where there are none."""
     ok = df[(df.status == "ok") & df.kernel.isin(labels)]
-    wide = ok[ok.time_q3_ms / ok.time_q1_ms - 1 > STEADY] if "time_q3_ms" in ok else ok[:0]
-    said = [f"{labels[r.kernel]} at n = {r.M} (quartiles "
-            f"{100 * (r.time_q3_ms / r.time_q1_ms - 1):.0f}% apart)" for r in wide.itertuples()]
+    if "time_q3_ms" not in ok:
+        return ""
+    spread = ok.time_q3_ms / ok.time_q1_ms - 1
+    said = [f"{labels[kernel]} at n = {n} (quartiles {100 * q:.0f}% apart)"
+            for kernel, n, q in zip(ok.kernel, ok.M, spread) if q > STEADY]
     if not said:
         return ""
     return f" Disturbed in this run too, and reading low: {'; '.join(said)}; compare the other size."

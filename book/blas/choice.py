@@ -161,18 +161,22 @@ class _Trial:
     def __init__(self, plans: list):
         self.plans, self.seconds, self.failed = plans, {}, []
 
+    @property
+    def tried(self) -> int:
+        return len(self.seconds) + len(self.failed)
+
     def step(self, run) -> bool:
         """Time the next plan; whether every plan has been timed."""
         from ..harness.measure import held_event_seconds
-        if len(self.seconds) + len(self.failed) == len(self.plans):
+        if self.tried == len(self.plans):
             return True  # (another thread's call timed the last)
-        plan = self.plans[len(self.seconds) + len(self.failed)]
+        plan = self.plans[self.tried]
         try:
             run(plan)  # (its first launch: the module's load)
             self.seconds[plan] = float(np.min(held_event_seconds(lambda: run(plan), repeats=2)))
         except Exception as exc:  # noqa: BLE001
             self.failed.append(exc)
-        return len(self.seconds) + len(self.failed) == len(self.plans)
+        return self.tried == len(self.plans)
 
     def best(self):
         if not self.seconds:
@@ -241,17 +245,17 @@ def settle(M: int, N: int, K: int, run, layout: str = "nn", lds: tuple = (None, 
         pending = _PENDING.get(key)
         if pending is not None and pending.poll() is None:
             return None
-        plans = first_call_plans(M, N, K, layout, _sms())
-        if pending is None and key not in _TRIALS:
+        trial = _TRIALS.get(key)
+        if pending is None and trial is None:
+            plans = first_call_plans(M, N, K, layout, _sms())
             builds = builds_for(plans, M, N, layout, K, *lds, *operands)
             if not built(builds):
                 best = builds_for(plans[:1], M, N, layout, K, *lds, *operands)  # (this call's)
                 _PENDING[key] = compile_behind([b for b in builds if b not in best])
                 return None
         _PENDING.pop(key, None)
-        trial = _TRIALS.get(key)
         if trial is None:
-            _TRIALS[key] = _Trial(plans)
+            _TRIALS[key] = _Trial(first_call_plans(M, N, K, layout, _sms()))
             return None
     if not trial.step(run):
         return None
@@ -277,10 +281,6 @@ def compile_behind(builds):
         [sys.executable, "-m", "book.blas.prebuild", "--arch", gpu_arch(), "--builds", f.name,
          "--remove", "--workers", "2"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True, env=env)
-
-
-def _device() -> int:
-    return xp.cuda.Device().id if BACKEND == "gpu" else 0
 
 
 def tune(shapes, layout: str = "nn") -> dict:

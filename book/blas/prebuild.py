@@ -20,7 +20,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..launch.runtime import BACKEND, build_marker, gpu_arch, gpu_module, mark_built
+from ..launch.runtime import BACKEND, build_marker, gpu_arch, gpu_module, mark_built, marked
 
 SHAPES = [(4096, 4096, 4096), (1000, 1000, 1000), (4097, 4095, 4093), (3000, 2000, 1502),
           (512, 512, 65536), (16384, 16384, 256), (128, 16384, 4096), (16384, 128, 4096),
@@ -104,8 +104,7 @@ def prebuild(arch: str | None = None, builds=None, workers: int | None = None) -
     cc = (int(arch[:-1]), int(arch[-1]))
     builds = every_build(cc) if builds is None else builds
     marks = [build_marker(*b, arch=arch) for b in builds]
-    todo = [(b, m) for b, m in zip(builds, marks)
-            if not (m.exists() and (m.parent.parent / m.read_text()).exists())]
+    todo = [(b, m) for b, m in zip(builds, marks) if not marked(m)]
     failed = []
 
     def one(job) -> None:

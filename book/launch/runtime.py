@@ -327,11 +327,8 @@ class _NoFlushModule:
         """The cubin on disk for ``arch`` ("90"; default: this GPU's) and its notes ({"mapping":
         lowered names, "log": NVRTC's log})."""
         import hashlib
-
-        from cupy.cuda import compiler, nvrtc
-        arch = arch or compiler._get_arch()
-        key = hashlib.sha256(repr((self.text, self.options, self.names, arch,
-                                   nvrtc.getVersion(), cupy.__version__)).encode()).hexdigest()[:24]
+        key = hashlib.sha256(repr((self.text, self.options, self.names, *_toolchain(arch))
+                                  ).encode()).hexdigest()[:24]
         path = cuda_source.cache_dir("cubin") / f"{Path(self.filename).stem}-{key}.bin"
         return path, path.with_suffix(".json")
 
@@ -351,7 +348,7 @@ class _NoFlushModule:
             log = io.StringIO()
             program = compiler._NVRTCProgram(self.text, self.filename,
                                              name_expressions=self.names or None, method="cubin")
-            options = (*self.options, f"-arch=sm_{arch or compiler._get_arch()}",
+            options = (*self.options, f"-arch=sm_{arch or gpu_arch()}",
                        "--device-as-default-execution-space")
             obj, mapping = program.compile(options, log)
             tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -409,12 +406,17 @@ def _nvrtc_inputs(text: str, source, defines: dict, options: tuple, instance: st
     return gpu_options, names
 
 
+def _nvrtc_build(source: str | Path, defines: dict | None, options) -> tuple:
+    """(path, text, NVRTC's options, name expressions) of one build, as a load of it has them."""
+    path, defines, _, text = _build_key(source, defines, tuple(options))
+    return (path, text, *_nvrtc_inputs(text, cuda_source.scan(text, defines), defines, tuple(options)))
+
+
 def gpu_module(source: str | Path, defines: dict | None = None, options=()) -> "_NoFlushModule":
     """The NVRTC build of one (source, defines, options), as a GPU load of it makes it, without
     loading it, on any backend: its ``write_cubin(arch)`` fills the cache that a GPU's
     :func:`load_kernel` of the same build reads (``book.blas.prebuild``)."""
-    path, defines, _, text = _build_key(source, defines, options)
-    gpu_options, names = _nvrtc_inputs(text, cuda_source.scan(text, defines), defines, options)
+    path, text, gpu_options, names = _nvrtc_build(source, defines, options)
     return _NoFlushModule(text, gpu_options, path.name, names)
 
 
@@ -423,8 +425,7 @@ def nvrtc_attributes(source: str | Path, name: str, defines: dict | None = None,
     optimized build for an sm_90 GPU: registers, spills, static shared and local memory --
     without building the emulator's library (seconds a kernel): for tables of registers and
     occupancy, on any backend."""
-    path, defines, _, text = _build_key(source, defines, tuple(options))
-    gpu_options, names = _nvrtc_inputs(text, cuda_source.scan(text, defines), defines, tuple(options))
+    path, text, gpu_options, names = _nvrtc_build(source, defines, options)
     try:
         report = cuda_source.ptxas_report(text, path.name, gpu_options, CPU_ARCH, names)
     except KernelSourceError as exc:
@@ -753,7 +754,7 @@ def built(builds) -> bool:
 
 def _built(source, defines, options) -> bool:
     marker = build_marker(source, defines, options)
-    if marker.exists() and (marker.parent.parent / marker.read_text()).exists():
+    if marked(marker):
         return True
     module = _module(source, defines, options)[1]._raw
     if not module.built():
@@ -775,16 +776,27 @@ def build_marker(source, defines, options, arch: str | None = None) -> Path:
 
 
 def gpu_arch() -> str:
-    """This GPU's architecture as NVRTC's -arch takes it ("90"): the newest NVRTC can build for,
-    at most the GPU's."""
-    return _toolchain(None)[0]
+    """The current GPU's architecture as NVRTC's -arch takes it ("90"): the newest NVRTC can
+    build for, at most the GPU's."""
+    from cupy.cuda import compiler
+    return compiler._get_arch()
 
 
-@lru_cache(maxsize=None)
 def _toolchain(arch: str | None) -> tuple:
-    """(arch, default this GPU's; NVRTC's version; CuPy's), asked once."""
-    from cupy.cuda import compiler, nvrtc
-    return arch or compiler._get_arch(), nvrtc.getVersion(), cupy.__version__
+    """What a cubin is built with: (``arch``, default the current GPU's; NVRTC's version; CuPy's),
+    the versions asked once."""
+    return (arch or gpu_arch(), *_versions())
+
+
+@lru_cache(maxsize=1)
+def _versions() -> tuple:
+    from cupy.cuda import nvrtc
+    return nvrtc.getVersion(), cupy.__version__
+
+
+def marked(marker: Path) -> bool:
+    """Whether ``marker`` (:func:`build_marker`) names a cubin that is in the cache."""
+    return marker.exists() and (marker.parent.parent / marker.read_text()).exists()
 
 
 def mark_built(marker: Path, cubin: Path) -> None:
