@@ -246,3 +246,37 @@ def test_shared_memory_starts_as_garbage_not_as_zeros(tmp_path):
         bins = np.zeros(16, np.int32)
         k(4, 64, (x, bins, np.int32(256), np.int32(zero)))
         np.testing.assert_array_equal(bins, each)
+
+
+# ---- 5. check mode through plain pointers and atomics ------------------------------------------
+
+@emulator_only
+def test_check_mode_follows_a_shared_array_passed_to_a_plain_pointer(check_mode):
+    """The warp reduction without volatile: its accesses reach sdata through a float*
+    parameter, where check mode used to see nothing."""
+    with pytest.raises(LaunchError, match=(
+            r"reduce_plain_pointer: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: "
+            r"this thread writes sdata\[1\], which thread \(0, 0, 0\) read with no "
+            rf"__syncthreads\(\) between them \(line {line_of('the plain pointer')}\). Both "
+            r"are lanes of warp 0: a __syncwarp\(\) between")):
+        kernel("reduce_plain_pointer")((1,), (64,), (np.ones(64, np.float32),
+                                                     np.zeros(1, np.float32)))
+
+
+def test_a_shared_histogram_zeroed_first_counts_right():
+    bins = xp.zeros(16, dtype=xp.int32)
+    kernel("shared_histogram")((1,), (64,), (to_device(np.arange(64, dtype=np.int32)), bins,
+                                             np.int32(1)))
+    np.testing.assert_array_equal(to_host(bins), 4)
+
+
+@emulator_only
+def test_check_mode_reports_a_histogram_never_zeroed_and_not_its_atomics(check_mode):
+    x, bins = np.arange(64, dtype=np.int32), np.zeros(16, np.int32)
+    kernel("shared_histogram")((1,), (64,), (x, bins, np.int32(1)))  # 64 atomics, no race
+    np.testing.assert_array_equal(bins, 4)
+    with pytest.raises(LaunchError, match=(
+            r"shared_histogram: block \(0, 0, 0\), thread \(0, 0, 0\): reads s\[0\], which no "
+            r"thread of the block has written \(yet: uninitialized shared memory, or a missing "
+            rf"__syncthreads\(\)\) \(line {line_of('the histogram')}\)")):
+        kernel("shared_histogram")((1,), (64,), (x, bins, np.int32(0)))

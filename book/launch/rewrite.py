@@ -240,10 +240,16 @@ def _operand_end(blanked: str, i: int, members: bool = True) -> int:
         i = end
 
 
+_ATOMIC_ADDRESS = re.compile(r"\batomic[A-Z]\w*\s*\(\s*(?P<amp>&)\s*")
+"""``atomicAdd(&`` -- of a __shared__ element or scalar, the ``&x`` becomes
+``atomic_address(x)`` (shared.h): the address, checked as an atomic access in check mode."""
+
+
 def _uses(text: str, names: set[str]) -> str:
     """The uses of the rewritten ``names`` that C++ would read otherwise than CUDA: ``sizeof``
     (as sizeof of gpu_t), ``auto`` (value_of, ``auto&``: ref_of), and a variable or an element
-    (``s``, ``s[i][j]``) passed to a function (arg_of)."""
+    (``s``, ``s[i][j]``) passed to a function (arg_of), the address of one taken for an atomic
+    (atomic_address)."""
     if not names:
         return text
     blanked = blank(text)
@@ -269,6 +275,12 @@ def _uses(text: str, names: set[str]) -> str:
                 end -= 1
             if start < end and mentions.search(blanked, start, end):
                 edits += [(start, start, wrap), (end, end, ")")]
+    for m in _ATOMIC_ADDRESS.finditer(blanked):
+        if mentions.match(blanked, m.end()):
+            end = _operand_end(blanked, m.end(), members=False)
+            if blanked[end:].lstrip()[:1] in (",", ")"):
+                edits += [(m.start("amp"), m.start("amp") + 1, "::cuda_emu::atomic_address("),
+                          (end, end, ")")]
     inside = _enclosing(blanked)
     for m in mentions.finditer(blanked):
         before = blanked[:m.start()].rstrip()

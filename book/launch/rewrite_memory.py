@@ -2,8 +2,10 @@
 
 * every ``p[i]`` where ``p`` is a pointer or array parameter of a ``__global__`` or
   ``__device__`` function, a local pointer or a ``__device__``/``__constant__`` array becomes
-  ``p[global_index(p, line, "p[i]", (i))]``: an index before the start or past the end of the
-  array argument ``p`` points into is an error that names the expression and its line;
+  ``p[global_index(p, line, "p[i]", (i), access)]``: an index before the start or past the end
+  of the array argument ``p`` points into is an error that names the expression and its line
+  (``access`` says whether it is read, written or both: in check mode, shared memory reached
+  through ``p`` is checked for races);
 * every cast to a pointer type -- ``reinterpret_cast<T*>(x)``, ``static_cast<T*>(x)``, a
   C-style ``(T*)x`` -- becomes ``checked_cast<T*, kind>("T", line, x)``, which checks the
   alignment a GPU needs for T (a type alias or a template parameter included: the check is
@@ -135,7 +137,7 @@ def _pointer_params(params: str) -> set[str]:
     return names
 
 
-# ---- p[i] -> p[global_index(p, line, "p[i]", (i))] --------------------------------------------
+# ---- p[i] -> p[global_index(p, line, "p[i]", (i), access)] ------------------------------------
 
 def _literal(text: str) -> str:
     return '"' + " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -195,10 +197,29 @@ def _index_body(text: str, blanked: str, names: set[str]) -> str:
         name = m.group(1)
         shown = _literal(f"{name}[{blanked[open_ + 1:close - 1]}]")
         out.append(text[last:open_ + 1])
-        out.append(f"::cuda_emu::global_index({name}, __LINE__, {shown}, ({inner}))]")
+        kind = _access_kind(blanked, m.start(), close)
+        out.append(f"::cuda_emu::global_index({name}, __LINE__, {shown}, ({inner}), {kind})]")
         last = close
     out.append(text[last:])
     return "".join(out)
+
+
+_COMPOUND = re.compile(r"\s*(?:[-+*/%&|^]|<<|>>)=")
+
+
+def _access_kind(blanked: str, start: int, close: int) -> int:
+    """How ``p[i]`` (from ``start`` to just past its ``]`` at ``close``) is used, for check mode's
+    tracking of shared memory reached through a pointer (memory.h's ``Access``): 1 a read, 2 a
+    write (``p[i] = x``), 3 both (``p[i] += x``, ``++p[i]``), 0 not tracked (its address taken,
+    a member or a further index: what it reaches is not known here)."""
+    after, before = blanked[close:close + 4].lstrip(), blanked[:start].rstrip()
+    if (before.endswith("&") and not before.endswith("&&")) or after[:1] in (".", "[") or \
+            after.startswith("->"):
+        return 0
+    if after.startswith(("++", "--")) or before.endswith(("++", "--")) or \
+            _COMPOUND.match(blanked, close):
+        return 3
+    return 2 if after[:1] == "=" and after[1:2] != "=" else 1
 
 
 def _check_indexes(text: str) -> str:

@@ -252,3 +252,34 @@ extern "C" __global__ void reduce_no_barrier(const int* in, int* out) {
         if (t < k) s[t] += s[t + k];
     if (t == 0) out[0] = s[0];
 }
+
+// The classic reduction's last warp written without volatile, its array passed to a plain
+// pointer: wrong on a GPU since Volta (and before, where the compiler keeps sdata[tid] in a
+// register), flagged by compute-sanitizer's racecheck. Check mode follows the pointer.
+__device__ void warp_reduce_plain(float* sdata, unsigned tid) {
+    sdata[tid] += sdata[tid + 32];  // the plain pointer's race
+    sdata[tid] += sdata[tid + 16];
+    sdata[tid] += sdata[tid + 8];
+    sdata[tid] += sdata[tid + 4];
+    sdata[tid] += sdata[tid + 2];
+    sdata[tid] += sdata[tid + 1];
+}
+extern "C" __global__ void reduce_plain_pointer(const float* in, float* out) {
+    __shared__ float sdata[64];
+    const unsigned tid = threadIdx.x;
+    sdata[tid] = in[tid];
+    __syncthreads();
+    if (tid < 32) warp_reduce_plain(sdata, tid);
+    if (tid == 0) out[0] = sdata[0];
+}
+
+// A histogram in shared memory, zeroed first (zero = 1) or not (its bins start as whatever the
+// memory held): atomics on the bins never race each other; the bins are read after a barrier.
+extern "C" __global__ void shared_histogram(const int* x, int* bins, int zero) {
+    __shared__ int s[16];
+    if (zero && threadIdx.x < 16) s[threadIdx.x] = 0;
+    __syncthreads();
+    atomicAdd(&s[x[threadIdx.x] & 15], 1);  // the histogram's atomic
+    __syncthreads();
+    if (threadIdx.x < 16) bins[threadIdx.x] = s[threadIdx.x];
+}

@@ -10,7 +10,7 @@
 //     regions catch accesses far outside an array without this; this finds those next to it,
 //     which land in the page the array shares with its guard bytes, and names the expression.)
 //     A pointer into anything else -- shared memory, a thread's local array -- is left to the
-//     other checks. (A pointer to volatile memory is rewrite.py's volatile_ptr, which lets the
+//     other checks (in check mode, p[i] in shared memory is checked for races: shared.h). (A pointer to volatile memory is rewrite.py's volatile_ptr, which lets the
 //     block's other threads run before each access: shared.h.)
 //   * checked_cast: a cast to a pointer type, however written (reinterpret_cast, static_cast,
 //     a C-style cast; through a type alias or a template parameter too): on a GPU an access
@@ -76,8 +76,11 @@ template <class T>
     fail_here(what);
 }
 
+// access: how the rewrite saw p[i] used (1 read, 2 write, 3 both, 0 not known: its address
+// taken, a member): in check mode, an element of shared memory reached through a pointer (an
+// array passed to a __device__ function, `float* p = s;`) is checked for races as `s[i]` is.
 template <class P, class I>
-inline I global_index(const P& p, int line, const char* text, I i) {
+inline I global_index(const P& p, int line, const char* text, I i, int access = 0) {
     if constexpr (std::is_array_v<P> && std::is_integral_v<I>) {  // a __device__/__constant__ array
         constexpr std::size_t n = std::extent_v<P>;
         const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
@@ -98,6 +101,10 @@ inline I global_index(const P& p, int line, const char* text, I i) {
         const auto base = reinterpret_cast<std::uintptr_t>(p);
         const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
         const std::uintptr_t at = base + std::uintptr_t(index) * sizeof(T);
+        if constexpr (kCheck && std::is_scalar_v<T>)
+            if (access && !(index_launch == launches && at >= index_range.lo &&
+                            at + sizeof(T) <= index_range.hi))
+                track_through_pointer((const void*)at, sizeof(T), access, line);
         if (index_launch == launches && base >= index_range.lo && base <= index_range.hi &&
             at >= index_range.lo && at + sizeof(T) <= index_range.hi)
             return i;  // inside the argument found last

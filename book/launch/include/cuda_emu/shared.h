@@ -45,16 +45,18 @@ namespace cuda_emu {
 //   * a read of an element no thread of the block has written;
 //   * an index past the launch's bytes of dynamic shared memory (static arrays: in both modes).
 // It tracks accesses through an array's name (`s[i][j]`, `tile[i]` of an extern array: two extern
-// declarations of different types share the bookkeeping), to shared scalars, and through
-// volatile pointers; an element or scalar passed to a function is checked as a read when it is
-// passed. It does not track: accesses through a plain pointer or reference taken from shared
-// memory (`float* p = s;`, `&s[i]`, `float& r = s[i];`, a float4 cast, an array passed to a
-// function, atomics on &x, what a function does through its reference parameter): there only
-// the array's end (a guard page) and its start (its bytes before it, checked when the block
-// ends) are guarded; elements of class type (float4, __half, a struct: a T&, so that `s[i].x`
-// works); elements under 4 bytes of the dynamic memory. Once a pointer or a reference has been
-// taken from an array in a block, reads of it are no longer reported as unwritten (the pointer
-// may have written them).
+// declarations of different types share the bookkeeping), to shared scalars, through volatile
+// pointers, through a plain pointer indexed as `p[i]` (an array passed to a __device__
+// function's `float* s`, `float* p = s;`: races only, track_through_pointer), and atomics on
+// `&s[i]` or `&x` (atomic_address: never a race with each other; a read of an element no thread
+// has written, as in a histogram never zeroed, is reported); an element or scalar passed to a
+// function is checked as a read when it is passed. It does not track: accesses through `*p`,
+// `p->x` or a reference taken from shared memory (`float& r = s[i];`, a float4 cast, what a
+// function does through its reference parameter): there only the array's end (a guard page)
+// and its start (its bytes before it, checked when the block ends) are guarded; elements of
+// class type (float4, __half, a struct: a T&, so that `s[i].x` works); elements under 4 bytes
+// of the dynamic memory. Once a pointer or a reference has been taken from an array in a block,
+// reads of it are no longer reported as unwritten (the pointer may have written them).
 #ifdef CUDA_EMU_CHECK
 constexpr bool kCheck = true;
 #else
@@ -72,6 +74,7 @@ struct Shadow {
     int writer = -1, reader = -1;  // linear thread index of the last writer / reader, or -1
     unsigned write_block = 0, write_warp = 0, read_block = 0, read_warp = 0;  // their epochs
     bool write_volatile = false, read_volatile = false;
+    bool write_atomic = false;  // the last write was an atomic (atomics never race each other)
 };
 
 struct SharedInfo {
@@ -199,8 +202,11 @@ inline int element_text(char* out, std::size_t size, const SharedInfo& a, std::s
 }
 
 // unwritten: whether a read of an element no thread has written is reported (not for an
-// element passed to a function, which may be its output).
-inline void check_access(const Place& at, bool write, bool is_volatile, bool unwritten = true) {
+// element passed to a function, which may be its output). atomic: an atomic read-modify-write
+// (checked as a read, recorded as a write): two atomics never race, an atomic and a plain
+// access of two threads with no barrier between do.
+inline void check_access(const Place& at, bool write, bool is_volatile, bool unwritten = true,
+                         bool atomic = false) {
     SharedInfo& a = *at.info;
     const Fiber* f = worker->current;
     const int me = int(f->index);
@@ -212,14 +218,24 @@ inline void check_access(const Place& at, bool write, bool is_volatile, bool unw
     };
     for (std::size_t k = at.slot; k < at.slot + at.slots; ++k) {
         Shadow& s = a.shadow[k];
-        if (unordered(s.writer, s.write_block, s.write_warp, s.write_volatile))
+        if (!(atomic && s.write_atomic) &&
+            unordered(s.writer, s.write_block, s.write_warp, s.write_volatile))
             report_access(at, write, is_volatile, "wrote", s.writer);
+        if (atomic) {
+            if (unordered(s.reader, s.read_block, s.read_warp, s.read_volatile))
+                report_access(at, true, is_volatile, "read", s.reader);
+            if (unwritten && s.writer < 0 && !a.escaped)
+                report_access(at, false, is_volatile, nullptr, -1);
+            s.writer = me, s.write_block = block_epoch, s.write_warp = wepoch;
+            s.write_volatile = false, s.write_atomic = true;
+            continue;
+        }
         if (write && unordered(s.reader, s.read_block, s.read_warp, s.read_volatile))
             report_access(at, write, is_volatile, "read", s.reader);
         if (!write && unwritten && s.writer < 0 && !a.escaped)
             report_access(at, write, is_volatile, nullptr, -1);
         if (write) s.writer = me, s.write_block = block_epoch, s.write_warp = wepoch,
-                   s.write_volatile = is_volatile;
+                   s.write_volatile = is_volatile, s.write_atomic = false;
         // a read keeps an earlier reader it is unordered with: this thread's own write after
         // (`s[t] += s[t + k]` with no barrier) then races with that reader, and is reported
         else if (!unordered(s.reader, s.read_block, s.read_warp, s.read_volatile))
@@ -534,6 +550,19 @@ inline bool locate(const volatile void* at, std::size_t size, Place& where) {
     return false;
 }
 
+// Check mode: an element of shared memory reached through a plain pointer (memory.h's
+// global_index: `p[i]` where p was taken from a __shared__ array, an array passed to a
+// __device__ function) is checked for races as an access through the array's name is. access:
+// 1 a read, 2 a write, 3 both (`p[i] += x`). (Reads of unwritten elements are not reported
+// here: taking the pointer ended that check for its array.)
+inline void track_through_pointer(const void* at, std::size_t size, int access, int line) {
+    Place where{};
+    where.line = line;
+    if (!locate(at, size, where) || !where.info) return;
+    if (access & 1) check_access(where, false, false);
+    if (access & 2) check_access(where, true, false);
+}
+
 template <class X> struct is_shared_kind : std::false_type {};  // arrays: they decay to pointers
 template <class T, std::size_t... D>
 struct is_shared_kind<shared_array<T, D...>> : std::true_type {};
@@ -658,6 +687,34 @@ inline decltype(auto) arg_of(X&& x) {
     else return ref_of(std::forward<X>(x));
 }
 
+}  // namespace cuda_emu
+
+namespace cuda_emu {
+// `atomicAdd(&s[i], v)`, `atomicAdd(&count, 1)` on a __shared__ element or scalar (rewrite.py
+// writes `atomic_address(s[i])` for the `&s[i]`): the element's address, without ending the
+// tracking of its array as a raw `&s[i]` does; in check mode the atomic is checked there, as a
+// read (of an element no thread has written: a histogram never zeroed) and a write (racing a
+// plain access of another thread with no barrier between; other atomics never race it).
+template <class X>
+inline auto* atomic_address(X&& x, std::source_location where = std::source_location::current()) {
+    using D = std::remove_cvref_t<X>;
+    if constexpr (is_shared_ref<D>::value || (is_shared_scalar<D>::value &&
+                                               requires { x.ref(); })) {
+        auto r = [&] {
+            if constexpr (is_shared_ref<D>::value) return x;
+            else return x.ref();
+        }();
+        if constexpr (kCheck)
+            if (r.at.info) {
+                Place at = r.at;
+                if (!at.line) at.line = int(where.line());
+                check_access(at, true, false, true, true);
+            }
+        return r.p;
+    } else {
+        return &x;
+    }
+}
 }  // namespace cuda_emu
 
 // printf of a tracked element or scalar (a class: it cannot pass through `...`) prints its value.
