@@ -596,3 +596,20 @@ def test_the_checks_of_every_plan_read_as_one_row_per_kind_naming_a_failure():
     assert list(t.index) == ["whole tiles (2 plans)", "split-K (1 plan)", "stream-K (1 plan)"]
     assert t.loc["whole tiles (2 plans)", "1x1x1"] == "2 of 2 ok"
     assert t.loc["split-K (1 plan)", "1x1x1"] == "0 of 1 ok; 64x64 tiles, split-K 3: FAILED"
+
+
+@pytest.mark.parametrize("plan_id", ["sgemm_32x32/k8_k2_padb_tn", "sgemm_64x64_k1_padb_tn"])
+def test_a_padded_b_beside_a_on_4_byte_rows_reads_whole_pieces_only_on_16_bytes(plan_id):
+    """A transposed on rows of 33 floats picks the ROW_ALIGN 1 build, which moves the last column
+    of tiles back to the edge, N - BN = 13: B's padded copy has rows on 16 bytes, and its last
+    tile of K (checked copies) read 16 bytes at column 13 -- 'misaligned address' on an H200
+    (found by precision='auto''s first calls); the emulator now checks cp.async's alignment."""
+    from book.blas import plan_by_id
+    M, N, K, lda = 33, 45, 70, 33
+    rng = np.random.default_rng(148)
+    a, b = rng.standard_normal((M, K), dtype=np.float32), rng.standard_normal((K, N), dtype=np.float32)
+    stored = np.zeros((K, lda), np.float32)
+    stored[:, :M] = a.T
+    C = to_device(np.full((M, N), np.nan, np.float32))
+    plan_by_id(plan_id).run(to_device(stored), to_device(b), C, M, N, K, lda, N, N)
+    assert relative_error(to_host(C), a.astype(np.float64) @ b) < 1e-6

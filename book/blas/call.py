@@ -12,20 +12,22 @@ from threading import get_ident
 
 from ..launch import replay
 from ..launch.runtime import BACKEND, LaunchError, xp
+from . import auto
 from .arrays import as_backend, returned, stream_of
 from .choice import _known, learning, plan_for, settle
 from .kernels import FALLBACK, _workspace
 from .operands import _into, _operand, _whole
 from .plans import Plan, in_layout
-from .ozaki import _ozaki
+from .ozaki import _ozaki, guard_count
 from .tf32x3 import _tf32x3, _tf32x3_replay
 
 
-PRECISIONS = ("fp32", "tf32x3", "ozaki")
+PRECISIONS = ("fp32", "tf32x3", "ozaki", "auto")
 """``sgemm``'s precisions: 'fp32', float32 FMAs (chapters 8 and 9); 'tf32x3', three TF32
 products on Hopper's tensor cores with float32 accuracy (chapter 10; compute capability 9.0);
 'ozaki', exact INT8 products of residues, the Ozaki scheme II (chapter 12; compute capability
-8.0; wgmma on 9.0)."""
+8.0; wgmma on 9.0); 'auto', whichever of the three is fastest at the shape on this GPU (each
+keeps float32's accuracy: ``auto``)."""
 
 
 def sgemm(A, B, out=None, alpha: float = 1.0, beta: float = 0.0, precision: str = "fp32"):
@@ -125,10 +127,19 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
         out = xp.empty((M, N), dtype=xp.float32)
     elif out.shape != (M, N):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
+    watch = None
+    if precision == "auto":
+        watch = _fp32_shape(A, B, out)
+        precision, settled = auto.method(*watch, time_call=auto.timer(_scratch_run(A, B))
+                                         if learning() else None)
+        if not settled:
+            key = None  # (the shape's method is not chosen yet: no replay under its key)
     if precision == "ozaki":
         since = replay.generation()
         again = _ozaki(A, B, out, alpha, beta, key)
         if again is not None:
+            if watch is not None:
+                again = auto.watched(again, watch, M, lambda: guard_count(M, N))
             replay.keep(key, again, since)
         return out
     if precision == "tf32x3":
@@ -172,6 +183,25 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
     if wc is not c:
         c[...] = wc[:, :c.shape[1]]
     return out
+
+
+def _fp32_shape(A, B, out) -> tuple:
+    """(M, N, K, layout) as the fp32 path's plan sees the call (``choice``'s key): C^T = B^T A^T
+    where out stores C's columns as rows."""
+    (M, K), N = A.shape, B.shape[1]
+    ta, tb, tc = (_operand(x, name)[1] for x, name in ((A, "A"), (B, "B"), (out, "out")))
+    if tc:
+        ta, tb, M, N = not tb, not ta, N, M
+    return M, N, K, "tn"[not ta] + "tn"[not tb]
+
+
+def _scratch_run(A, B):
+    """``run(method)``: A B by ``method`` into this stream's scratch memory (``precision='auto'``
+    times the methods on the call's own operands)."""
+    def run(method: str) -> None:
+        scratch = _workspace(A.shape[0] * B.shape[1], slot=6).reshape(A.shape[0], B.shape[1])
+        sgemm(A, B, scratch, precision=method)
+    return run
 
 
 def _fallback(plan: Plan, A, B, out, alpha: float, beta: float) -> None:

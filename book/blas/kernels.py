@@ -171,7 +171,8 @@ def _workspace(size: int, slot: int = 0):
     """A workspace of the calling stream and thread (``streams.buffer``), grown as needed and
     kept: a launch then allocates nothing, and no other stream or thread touches it. Slot 0:
     split-K's slices and stream-K's pieces; slot 1: A B before alpha and beta are applied;
-    2: a first call's timing runs; 3 and 4: packed A and B; 5: a padded B."""
+    2: a first call's timing runs; 3 and 4: packed A and B; 5: a padded B; 6: precision='auto''s
+    timing runs."""
     return streams.buffer(("work", slot), size)
 
 

@@ -336,6 +336,13 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
             ("reconstruct", reconstruct)], C
 
 
+def guard_count(M: int, N: int) -> int:
+    """How many rows of C the accuracy guard took another way in this stream's and thread's last
+    call at M x N (``ozaki_rows``'s count; a wait for the GPU)."""
+    top = buffer("ozaki_top", 2 * (M + N) + 2 + M, np.int32)
+    return int(top[2 * (M + N) + 1])
+
+
 def _ozaki(A, B, out, alpha: float, beta: float, key=None):
     """out = alpha A B + beta out by ``ozaki_sgemm`` (``sgemm(precision='ozaki')``). With a
     call's ``key`` (``call._key``), where alpha, beta are 1, 0, out is C-contiguous and A and B

@@ -114,7 +114,9 @@ __device__ __forceinline__ void copy_along(float (*S)[W + P], const float* __res
         const int k = k0 + r + l * STEP, col = c0 + c;
         float* dst = &S[r + l * STEP][c];
         const float* row = src + (long long)(k < K ? k : 0) * ld;  // a valid address if outside
-        if (k < K && aligned && col + 3 < cols) {
+        // (16 bytes only where the piece starts on 16: a tile that a ROW_ALIGN 2 or 1 build moved
+        // back to an edge off multiples of 4 starts off them, though the rows themselves are on 16)
+        if (k < K && aligned && (ROW_ALIGN == 4 || (c0 & 3) == 0) && col + 3 < cols) {
             copy16_aligned(dst, row + col);
             continue;
         }
@@ -251,7 +253,8 @@ __device__ __forceinline__ void async_accumulate(float (&acc)[WMITER * TM][WNITE
             const int r = k0 + rb + l * B_STEP, c = n0 + cb;
             float* dst = &Bs[s][rb + l * B_STEP][cb];
             const float* row = B + (long long)(r < K ? r : 0) * ldb;  // a valid address if outside
-            if (r < K && at.b16 && c + 3 < N) {
+            if (r < K && at.b16 && c + 3 < N) {  // (n0 is on 4 here: a build for B as is whose rows
+                // are on 16 is the ROW_ALIGN 4 build, whose tiles move back to multiples of 4)
                 copy16_aligned(dst, row + c);
                 continue;
             }

@@ -99,10 +99,16 @@ template <int n> __device__ __forceinline__ void wait_groups() {
 }
 #else
 inline void copy4(float* dst, const float* src, bool inside) { *dst = inside ? *src : 0.0f; }
-inline void copy8_aligned(float* dst, const float* src) { std::memcpy(dst, src, 8); }
-inline void copy16_aligned(float* dst, const float* src) { std::memcpy(dst, src, 16); }
+// (the casts to float2 and float4: the emulator checks their alignment as cp.async's, which
+// fails with 'misaligned address' on a GPU)
+inline void copy8_aligned(float* dst, const float* src) {
+    std::memcpy(dst, reinterpret_cast<const float2*>(src), 8);
+}
+inline void copy16_aligned(float* dst, const float* src) {
+    std::memcpy(dst, reinterpret_cast<const float4*>(src), 16);
+}
 inline void copy16(float* dst, const float* src, bool inside) {
-    if (inside) std::memcpy(dst, src, 16);
+    if (inside) std::memcpy(dst, reinterpret_cast<const float4*>(src), 16);
     else std::memset(dst, 0, 16);
 }
 inline void commit() {}

@@ -1,0 +1,146 @@
+"""precision='auto' as a user's loop sees it: per shape, the method its first calls chose, each
+method's loop of calls beside cuBLAS SGEMM (host included), the choice's regret against the
+fastest method measured in the same rounds, and each call's error elementwise against float64
+beside cuBLAS's (``python benchmarks/auto_loop.py``; a GPU only).
+
+Every call is checked first: the output poisoned with NaN, then its largest elementwise error in
+units of K u (|A||B|)_ij, the bound an SGEMM keeps, must stay below twice cuBLAS's own and below
+the bound itself.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .alternatives import SHAPES as MODEL_SHAPES
+from .ozaki_calls import loop_ms
+from .ozaki_lab import stamp
+
+FILE = "12_auto"
+SQUARES = [(n, n, n) for n in (2048, 4096, 8192)]
+EDGES = [(64, 64, 64), (1000, 1000, 1000), (7, 9999, 4096), (16384, 8, 1024), (3000, 2000, 1500)]
+"""Tiny, odd and skinny shapes: where fp32 should win, and the choice must not lose to it."""
+TRANSPOSED = [((2048, 4096, 4096), "tn"), ((1024, 3000, 2000), "nt")]
+METHODS = ("auto", "fp32", "tf32x3", "ozaki", "cublas")
+
+
+def held_out(count: int = 6, seed: int = 20261128) -> list:
+    """Shapes nobody tuned: M, N, K log-uniform in 256 .. 8192, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return [tuple(int(v) for v in np.exp(rng.uniform(np.log(256), np.log(8192), 3)))
+            for _ in range(count)]
+
+
+def cases() -> list:
+    """(shape, layout, group) of the study."""
+    return ([(s, "nn", "model layer") for s in MODEL_SHAPES if s not in SQUARES]
+            + [(s, "nn", "square") for s in SQUARES] + [(s, "nn", "edge") for s in EDGES]
+            + [(s, lay, "transposed") for s, lay in TRANSPOSED]
+            + [(s, "nn", "held out") for s in held_out()])
+
+
+def _operands(M: int, N: int, K: int, layout: str, seed: int):
+    import cupy as cp
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    A = cp.asarray(np.ascontiguousarray(a.T)).T if layout[0] == "t" else cp.asarray(a)
+    B = cp.asarray(np.ascontiguousarray(b.T)).T if layout[1] == "t" else cp.asarray(b)
+    return A, B
+
+
+def reference(A, B) -> tuple:
+    """(AB, K u |A||B|) in float64 (the GPU's): an SGEMM's elementwise bound's parts."""
+    import cupy as cp
+    A64, B64 = A.astype(cp.float64), B.astype(cp.float64)
+    return A64 @ B64, (cp.abs(A64) @ cp.abs(B64)) * (A.shape[1] * 2.0 ** -24)
+
+
+def elementwise(C, ref) -> float:
+    """max_ij |C - AB|_ij / (K u (|A||B|)_ij); NaN left in C (a call that wrote nothing) raises."""
+    import cupy as cp
+    exact, scale = ref
+    units = cp.abs(C.astype(cp.float64) - exact) / cp.maximum(scale, 1e-300)
+    if bool(cp.isnan(units).any()):
+        raise AssertionError("a call left NaN in C")
+    return float(cp.max(units))
+
+
+def calls(A, B, C) -> dict:
+    import cupy as cp
+
+    from ..blas import sgemm
+    out = {m: (lambda m=m: sgemm(A, B, out=C, precision=m)) for m in METHODS[:4]}
+    out["cublas"] = lambda: cp.matmul(A, B, out=C)
+    return out
+
+
+def learn(f, key, most: int = 40) -> int:
+    """Call ``f`` (precision='auto') until the shape's method is chosen; how many calls it took."""
+    from ..blas import auto
+    for n in range(1, most + 1):
+        f()
+        if key in auto.chosen():
+            return n
+    raise AssertionError(f"precision='auto' chose nothing at {key} in {most} calls")
+
+
+def run(rounds: int = 2, seconds: float = 0.25) -> pd.DataFrame:
+    """One row per case and method, medians over ``rounds`` (interleaved) of loop_ms, with the
+    spread of the rounds, each method's elementwise error and the method auto chose."""
+    import cupy as cp
+
+    from ..blas import auto
+    from ..blas.auto import methods_here
+    from ..blas.call import _fp32_shape
+    rows = []
+    for (M, N, K), layout, group in cases():
+        A, B = _operands(M, N, K, layout, M + N + K)
+        C = cp.empty((M, N), cp.float32)
+        fs = {m: f for m, f in calls(A, B, C).items() if m in ("auto", "cublas")
+              or m in methods_here(K)}
+        key = _fp32_shape(A, B, C)
+        first = learn(fs["auto"], key)
+        errors, ref = {}, reference(A, B)
+        for m, f in fs.items():
+            C.fill(cp.nan)
+            f()
+            errors[m] = elementwise(C, ref)
+            if not errors[m] <= 1:  # (the bound itself; cuBLAS's is far below)
+                raise AssertionError(f"{m} at {M}x{N}x{K} {layout}: elementwise error "
+                                     f"{errors[m]:.3g} K u |A||B|")
+        del ref
+        for r in range(rounds):
+            for m, f in (fs.items() if r % 2 == 0 else reversed(fs.items())):
+                rows.append({"M": M, "N": N, "K": K, "layout": layout, "group": group,
+                             "method": m, "round": r, "loop_ms": loop_ms(f, seconds),
+                             "error_units": errors[m], "chosen": auto.chosen()[key][0],
+                             "calls_to_choose": first})
+        del A, B, C
+        cp.get_default_memory_pool().free_all_blocks()
+    raw = pd.DataFrame(rows)
+    keys = ["M", "N", "K", "layout", "group", "method"]
+    df = raw.groupby(keys, sort=False).agg(
+        loop_ms=("loop_ms", "median"), spread=("loop_ms", lambda v: v.max() / v.min() - 1),
+        error_units=("error_units", "first"), chosen=("chosen", "first"),
+        calls_to_choose=("calls_to_choose", "first")).reset_index()
+    return df.assign(**stamp())
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per case: the method chosen, auto's x cuBLAS and x fp32 in the loop, its regret against
+    the fastest method timed (fp32, tf32x3, ozaki), its error over cuBLAS's (elementwise)."""
+    out = []
+    for (M, N, K, layout, group), g in df.groupby(["M", "N", "K", "layout", "group"], sort=False):
+        t = g.set_index("method")
+        methods = [m for m in ("fp32", "tf32x3", "ozaki") if m in t.index]
+        fastest = min(methods, key=lambda m: t.loop_ms[m])
+        out.append({"shape": f"{M}x{N}x{K}" + ("" if layout == "nn" else f" {layout}"),
+                    "group": group, "chosen": t.chosen["auto"], "fastest": fastest,
+                    "x_cublas": t.loop_ms["cublas"] / t.loop_ms["auto"],
+                    "x_fp32": t.loop_ms["fp32"] / t.loop_ms["auto"],
+                    "regret": t.loop_ms["auto"] / t.loop_ms[fastest] - 1,
+                    "spread": t.spread["auto"],
+                    "error_vs_sgemm": t.error_units["auto"] / t.error_units["cublas"],
+                    "error_units": t.error_units["auto"]})
+    return pd.DataFrame(out)
