@@ -144,3 +144,42 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                     "error_vs_sgemm": t.error_units["auto"] / t.error_units["cublas"],
                     "error_units": t.error_units["auto"]})
     return pd.DataFrame(out)
+
+
+GOAL_GROUPS = ("model layer", "square")
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """The choice on the real models' layers and the squares: per shape, the method chosen, x
+    cuBLAS SGEMM and x precision='fp32' in a loop of calls, its largest elementwise error over
+    cuBLAS's."""
+    s = summary(df)
+    s = s[s.group.isin(GOAL_GROUPS)]
+    return pd.DataFrame({"shape": s["shape"], "method chosen": s.chosen,
+                         "x cuBLAS, loop": s.x_cublas.round(2), "x fp32": s.x_fp32.round(2),
+                         "largest |C - AB|, x cuBLAS's": s.error_vs_sgemm.round(2)}).set_index("shape")
+
+
+def numbers(df: pd.DataFrame) -> dict:
+    """What chapter 12's text says of the choice, each from ``summary``."""
+    s = summary(df)
+    goal, rest, held = (s[s.group.isin(GOAL_GROUPS)], s[~s.group.isin(GOAL_GROUPS)],
+                        s[s.group == "held out"])
+    wrong = (s.chosen != s.fastest).sum()
+    big = df[(df.M == 8192) & (df.N == 8192) & (df.K == 8192)].set_index("method").loop_ms
+    return {"auto_device": df.device.iloc[0].removeprefix("NVIDIA "),
+            "auto_geomean": float(np.exp(np.log(goal.x_cublas).mean())),
+            "auto_x_8192": float(s.set_index("shape").x_cublas["8192x8192x8192"]),
+            "auto_tc_gap_8192": float(100 * abs(big["ozaki"] / big["tf32x3"] - 1)),
+            "auto_took_8192": {"tf32x3": "3xTF32", "ozaki": "the Ozaki scheme", "fp32": "FFMA"}[
+                s.set_index("shape").chosen["8192x8192x8192"]],
+            "auto_fp32_min": float(s.x_fp32.min()), "auto_rest": len(rest),
+            "auto_fp32_where": ", ".join(s[s.chosen == "fp32"]["shape"]),
+            "auto_regret_geo": float(100 * (np.exp(np.log1p(held.regret).mean()) - 1)),
+            "auto_regret_max": float(100 * held.regret.max()),
+            "auto_held": len(held), "auto_matched": "every one" if not wrong else f"all but {wrong}",
+            "auto_shapes": len(s), "auto_calls": int(df.calls_to_choose.max()),
+            "auto_err_max": float(s.error_vs_sgemm.max()),
+            "auto_err_shape": s["shape"][s.error_vs_sgemm.idxmax()].replace("x", " × "),
+            "auto_err_method": s.chosen[s.error_vs_sgemm.idxmax()],
+            "auto_units_max": float(s.error_units.max())}
