@@ -98,3 +98,24 @@ def test_auto_computes_the_product_to_sgemms_accuracy(shape, layout):
     for _ in range(2 if BACKEND == "cpu" else 12):  # (on a GPU: through the race, then replays)
         C = to_host(book.sgemm(A, B, precision="auto"))
         assert np.all(np.abs(C - exact) <= bound)
+
+
+def test_the_readmes_auto_numbers_are_the_h200_records():
+    """The README's sentence on precision='auto' quotes results/nvidia-h200/12_auto.csv, as
+    chapter 12 reads it (auto_calls.numbers), rounded as printed."""
+    import re
+
+    import pandas as pd
+
+    from book.harness.results import RESULTS
+    from book.studies import auto_calls
+    from conftest import ROOT
+    n = auto_calls.numbers(pd.read_csv(RESULTS / "nvidia-h200" / f"{auto_calls.FILE}.csv"))
+    text = " ".join((ROOT / "README.md").read_text().split())
+    m = re.search(r"in a loop of calls, ([\d.]+) times cuBLAS SGEMM over the layers .*?, ([\d.]+) "
+                  r"times at 8192³, never below ([\d.]+) times `\"fp32\"`, and within ([\d.]+)% of "
+                  r"the fastest method on (\w+) shapes nobody tuned", text)
+    assert m, "the README's sentence on precision='auto' changed: update this test"
+    assert m.groups() == (f"{n['auto_geomean']:.2f}", f"{n['auto_x_8192']:.2f}",
+                          f"{n['auto_fp32_min']:.3f}", f"{n['auto_regret_max']:.1f}", "six")
+    assert n["auto_held"] == 6
