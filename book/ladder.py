@@ -104,7 +104,11 @@ def ladder(gpu: str, n: int = 4096) -> pd.DataFrame:
             rows.append({"chapter": chapter,
                          "kernel": r.kernel, "label": r.label, "n": n, "gflops": r.gflops,
                          "pct_of_cublas": getattr(r, "pct_of_cublas", np.nan), "device": r.device})
-    from .studies.alternatives import ladder_rows
+    from .studies.alternatives import AUTO_RUNG, ladder_rows
+    for r in ladder_rows(gpu, n, (AUTO_RUNG,)).itertuples():  # (chapter 12's choice of method)
+        rows.append({"chapter": 12, "kernel": r.kernel, "n": n, "gflops": r.gflops,
+                     "label": "book.sgemm, precision='auto'", "pct_of_cublas": np.nan,
+                     "device": device})
     for r in ladder_rows(gpu, n).itertuples():  # (after cuBLAS: INSTEAD_RUNG)
         rows.append({"chapter": INSTEAD_RUNG, "kernel": r.kernel, "n": n, "gflops": r.gflops,
                      "label": r.label + (" (TF32's accuracy)" if r.precision == "tf32" else ""),

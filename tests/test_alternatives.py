@@ -21,10 +21,13 @@ def test_each_alternative_says_why_it_cannot_run_here():
             assert "not installed here" in why
 
 
-LIVE = {(7, 0): {"book_sgemm", "torch_fp32"}, (7, 5): {"book_sgemm", "torch_fp32"},
-        (8, 0): {"book_sgemm", "torch_fp32", "triton_fp32", "triton_tf32x3", "torch_tf32"},
+LIVE = {(7, 0): {"book_sgemm", "torch_fp32", "book_auto"},
+        (7, 5): {"book_sgemm", "torch_fp32", "book_auto"},
+        (8, 0): {"book_sgemm", "torch_fp32", "triton_fp32", "triton_tf32x3", "torch_tf32",
+                 "book_auto"},
         (9, 0): {a.id for a in alt.ALTERNATIVES},
-        (12, 0): {"book_sgemm", "torch_fp32", "triton_fp32", "triton_tf32x3", "torch_tf32"}}
+        (12, 0): {"book_sgemm", "torch_fp32", "triton_fp32", "triton_tf32x3", "torch_tf32",
+                  "book_auto"}}
 """What chapter 11 times live on a GPU of each compute capability with PyTorch and Triton
 installed (Colab's T4 is 7.5; an A100 8.0, an RTX 30xx 8.6, an L4 or RTX 40xx 8.9; 12.0 a
 Blackwell card, where wgmma, sm_90a only, does not run)."""
@@ -55,6 +58,9 @@ def test_each_gpu_times_what_it_runs_and_shows_the_rest_as_recorded(monkeypatch,
     assert all(why.startswith("needs compute capability") for why in absent.values())
     h100 = results.load(alt.FILE, "nvidia-h100-80gb-hbm3")
     fake = "NVIDIA Tesla T4" if cc < (8, 0) else "NVIDIA A100"
+    if "book_auto" not in set(h100.kernel):  # (an H100 record from before precision='auto':
+        h100 = pd.concat([h100, h100[h100.kernel == "book_sgemm"].assign(  # its rows stand in)
+            kernel="book_auto", chosen="fp32")], ignore_index=True)
     measured = lambda *a, specs, **k: (h100[h100.kernel.isin(  # noqa: E731
         [s.id for s in specs] + ["cublas"])].drop(columns=["device", "date"]).reset_index(drop=True))
     monkeypatch.setattr(alt, "measure", measured)
@@ -89,7 +95,7 @@ def test_each_gpu_times_what_it_runs_and_shows_the_rest_as_recorded(monkeypatch,
 def test_without_the_libraries_a_gpu_still_times_the_book_and_cublas(monkeypatch):
     _as_gpu(monkeypatch, (7, 5), installed=())
     here, absent = alt.selection()
-    assert [a.id for a in here] == ["book_sgemm"]
+    assert [a.id for a in here] == ["book_sgemm", "book_auto"]
     assert absent["torch_fp32"] == "needs torch, not installed here"
     monkeypatch.setattr(alt, "torch_has_cuda", lambda: False)
     monkeypatch.setattr(alt, "have", lambda module: True)
@@ -123,6 +129,10 @@ def test_rounds_reduce_to_medians_and_a_failed_check_stays_failed():
     assert out.loc["triton_fp32", "library"] == "Triton"
 
 
+AUTO_RECORDED = ("nvidia-h200",)
+"""The GPUs whose chapter 11 record holds precision='auto' (the H100's predates it)."""
+
+
 def test_the_figure_and_the_ladder_rows_from_each_recorded_gpu():
     """The chapter's figure passes the book's figure rules for each GPU's recorded results, and
     the ladder's rows hold cuBLAS and the six alternatives at n = 4096, each checked."""
@@ -131,7 +141,8 @@ def test_the_figure_and_the_ladder_rows_from_each_recorded_gpu():
         df = results.load(alt.FILE, gpu)
         alt.plot(df)
         rows = alt.at_ladder_size(df)
-        assert set(rows.kernel) == {a.id for a in alt.ALTERNATIVES} | {"cublas"}
+        since = set() if gpu in AUTO_RECORDED else {"book_auto"}
+        assert set(rows.kernel) == {a.id for a in alt.ALTERNATIVES} - since | {"cublas"}
         assert (rows.rel_error < 1e-2).all()
 
 
@@ -180,6 +191,11 @@ def test_the_ladder_reads_the_same_record_as_the_chapter():
             assert lad.loc[kernel, "chapter"] == ladder.INSTEAD_RUNG
             assert lad.loc[kernel, "pct_of_cublas"] == 100 * recorded.loc[kernel, "gflops"] / reference
         assert list(lad.index[-len(alt.IN_LADDER) - 1:]) == ["cublas", *alt.IN_LADDER]
+        if gpu in AUTO_RECORDED:  # precision='auto': chapter 12's last rung, the same record
+            assert lad.loc[alt.AUTO_RUNG, "chapter"] == 12
+            assert lad.loc[alt.AUTO_RUNG, "gflops"] == recorded.loc[alt.AUTO_RUNG, "gflops"]
+        else:
+            assert alt.AUTO_RUNG not in lad.index
     assert alt.ladder_rows("nvidia-no-such-gpu").empty
 
 
@@ -194,5 +210,11 @@ def test_the_chapters_numbers_and_table_from_each_recorded_gpu():
         assert 0 < said["x_triton_fp32_decode"] < said["x_triton_fp32"]  # where Triton falls
         assert said["x_triton_fp32_large_min"] <= said["x_triton_fp32"] <= said["x_triton_fp32_large_max"]
         t = alt.table(df)
-        assert t.index[0] == "cuBLAS SGEMM" and len(t) == len(alt.ALTERNATIVES) + 1
-        assert set(t.arithmetic) == set(alt.ARITHMETIC.values())
+        auto = gpu in AUTO_RECORDED
+        assert t.index[0] == "cuBLAS SGEMM" and len(t) == len(alt.ALTERNATIVES) + auto
+        assert set(t.arithmetic) == {"FP32 FMAs", "3xTF32", "TF32"} | (
+            {f"auto: {alt.ARITHMETIC[said_chosen]}" for said_chosen in at.chosen.dropna()})
+        if auto:  # (the method it chose at n, and where it took each)
+            assert said["auto_at_n"] == alt.ARITHMETIC[at.loc["book_auto", "chosen"]]
+            assert said["x_book_auto"] == at.loc["book_auto", "x_cublas"]
+            assert said["auto_took"].startswith(("FP32 FMAs at ", "3xTF32 at ", "Ozaki"))

@@ -141,6 +141,27 @@ def _book(A, B, C, precision: str) -> None:
     sgemm(A, B, out=C, precision=precision)
 
 
+def _book_auto(A, B, C) -> None:
+    """book.sgemm(precision='auto'): where the shape's method is not chosen yet (a GPU that
+    learns), its first calls run here until it is, so that a timing times the chosen method."""
+    from ..blas import auto, sgemm
+    from ..blas.call import _fp32_shape
+    from ..blas.choice import learning
+    key = _fp32_shape(A, B, C)
+    for _ in range(64):
+        if not learning() or key in auto.chosen():
+            break
+        sgemm(A, B, out=C, precision="auto")
+    sgemm(A, B, out=C, precision="auto")
+
+
+def chosen_method(M: int, N: int, K: int) -> str:
+    """The method precision='auto' runs at (M, N, K) with C-contiguous operands here."""
+    from ..blas import auto
+    order = auto.chosen().get((M, N, K, "nn"))
+    return order[0] if order else auto.method(M, N, K, "nn")[0]
+
+
 TRITON_CC = (8, 0)
 """Triton's supported NVIDIA GPUs (its README: compute capability 8.0 and up)."""
 
@@ -159,6 +180,7 @@ ALTERNATIVES = [
     Alternative("torch_tf32", "PyTorch matmul, TF32", "PyTorch", "tf32", ("torch",),
                 tolerance=TF32_TOLERANCE, min_cc=(8, 0), feature="TF32 tensor cores",
                 run=lambda A, B, C: _torch(A, B, C, True)),
+    Alternative("book_auto", "book.sgemm, auto", "the book", "auto", run=_book_auto),
 ]
 """What chapter 11 compares, beside cuBLAS SGEMM (``sweep``'s baseline)."""
 
@@ -192,7 +214,11 @@ def measure(shapes=None, rounds: int = ROUNDS, specs=None) -> pd.DataFrame:
     finally:
         if budget is None:
             del os.environ["BOOK_POINT_BUDGET_S"]
-    return summary(pd.concat(runs, ignore_index=True), specs)
+    df = summary(pd.concat(runs, ignore_index=True), specs)
+    auto_rows = (df.kernel == "book_auto") & (df.status == "ok")
+    df["chosen"] = [chosen_method(m, n, k) if a else None
+                    for m, n, k, a in zip(df.M, df.N, df.K, auto_rows)]
+    return df
 
 
 def _round(shapes, r: int, specs) -> pd.DataFrame:
@@ -311,13 +337,16 @@ def measured_here(df: pd.DataFrame) -> pd.Series:
 
 
 PANELS = {"float32 FMAs": ["book_sgemm", "triton_fp32", "torch_fp32"],
-          "tensor cores: 3xTF32 (float32's accuracy), and plain TF32":
-          ["book_tf32x3", "triton_tf32x3", "torch_tf32"]}
+          "tensor cores: 3xTF32, plain TF32; book.sgemm, auto":
+          ["book_tf32x3", "triton_tf32x3", "torch_tf32", "book_auto"]}
 """The figure's panels: the kernels at float32's accuracy (FFMA, or 3xTF32 on the tensor cores
-in the second panel), beside plain TF32."""
-LOOK = {"the book": ("#17becf", "o"), "Triton": ("#393b79", "s"), "PyTorch": ("#9c9ede", "D")}
-"""Each library's colour and marker: the book's in chapter 9's colour (book.sgemm), Triton and
-PyTorch in the ladder's colour for what you would use instead (``plots.FAMILIES``), two shades."""
+in the second panel), beside plain TF32 and precision='auto' (whichever is fastest of FFMA, 3xTF32
+and the Ozaki scheme)."""
+LOOK = {"the book": ("#17becf", "o"), "Triton": ("#393b79", "s"), "PyTorch": ("#9c9ede", "D"),
+        "book_auto": ("#d62728", "*")}
+"""Each library's colour and marker (and precision='auto''s own): the book's in chapter 9's colour
+(book.sgemm), Triton and PyTorch in the ladder's colour for what you would use instead
+(``plots.FAMILIES``), two shades."""
 
 
 def plot(df: pd.DataFrame):
@@ -339,7 +368,7 @@ def plot(df: pd.DataFrame):
                 if rows.empty:
                     continue
                 x = [rows.x_cublas.get(s, np.nan) for s in shapes]
-                color, marker = LOOK[rows.library.iloc[0]]
+                color, marker = LOOK.get(kernel, LOOK[rows.library.iloc[0]])
                 label, face = rows.label.iloc[0], color
                 if rows.device.iloc[0] != here:  # another GPU's record: hollow, and said
                     label, face = f"{label} ({results.short_name(rows.device.iloc[0])})", "none"
@@ -375,11 +404,12 @@ def at_ladder_size(df: pd.DataFrame, n: int = 4096) -> pd.DataFrame:
     """The checked rows at the ladder's n: kernel, label, precision, GFLOP/s, x cuBLAS, error,
     device."""
     rows = df[(df.M == n) & (df.N == n) & (df.K == n) & (df.status == "ok")]
+    rows = rows if "chosen" in rows else rows.assign(chosen=None)  # (records before 'auto')
     return rows[["kernel", "label", "precision", "gflops", "x_cublas", "rel_error",
-                 "device"]].reset_index(drop=True)
+                 "device", "chosen"]].reset_index(drop=True)
 
 
-ARITHMETIC = {"fp32": "FP32 FMAs", "tf32x3": "3xTF32", "tf32": "TF32"}
+ARITHMETIC = {"fp32": "FP32 FMAs", "tf32x3": "3xTF32", "tf32": "TF32", "ozaki": "Ozaki, INT8"}
 """Each precision in a table's words: float32 FMAs (cuBLAS SGEMM's kind), three TF32 products at
 float32's accuracy (chapter 10), one TF32 product at TF32's accuracy."""
 
@@ -392,7 +422,8 @@ def table(df: pd.DataFrame, n: int = 4096) -> pd.DataFrame:
     rows = at_ladder_size(df, n)
     rows = pd.concat([rows[rows.kernel == "cublas"], rows[rows.kernel != "cublas"]])
     out = pd.DataFrame({"kernel": rows.label.to_numpy(),
-                        "arithmetic": rows.precision.map(ARITHMETIC).to_numpy(),
+                        "arithmetic": [f"auto: {ARITHMETIC[c]}" if p == "auto" else ARITHMETIC[p]
+                                       for p, c in zip(rows.precision, rows.chosen)],
                         "gflops": rows.gflops.to_numpy(),
                         "x cuBLAS SGEMM": rows.x_cublas.round(2).to_numpy(),
                         "rel_error": rows.rel_error.to_numpy()}).set_index("kernel")
@@ -406,10 +437,15 @@ IN_LADDER = ("triton_fp32", "torch_fp32", "triton_tf32x3", "torch_tf32")
 come from chapters 9 and 10."""
 
 
-def ladder_rows(gpu: str, n: int = 4096) -> pd.DataFrame:
-    """The record of each IN_LADDER kernel at n on results folder ``gpu`` (none where the GPU
-    has no FILE): kernel, label, precision, GFLOP/s, x cuBLAS, error. The one read of these
-    numbers that the ladder, the README and the landing page share."""
+AUTO_RUNG = "book_auto"
+"""precision='auto''s record, which the ladder lists as chapter 12's last rung (where its GPU
+recorded it: ``ladder_rows(gpu, kernels=(AUTO_RUNG,))``)."""
+
+
+def ladder_rows(gpu: str, n: int = 4096, kernels: tuple = IN_LADDER) -> pd.DataFrame:
+    """The record of each of ``kernels`` (default IN_LADDER) at n on results folder ``gpu`` (none
+    where the GPU has no FILE): kernel, label, precision, GFLOP/s, x cuBLAS, error. The one read
+    of these numbers that the ladder, the README and the landing page share."""
     try:
         df = results.load(FILE, gpu)
     except FileNotFoundError:
@@ -417,8 +453,8 @@ def ladder_rows(gpu: str, n: int = 4096) -> pd.DataFrame:
                                                     "precision", "gflops", "x_cublas", "rel_error",
                                                     "device"]), n)
     rows = at_ladder_size(df, n)
-    rows = rows[rows.kernel.isin(IN_LADDER)]
-    return rows.set_index("kernel").loc[[k for k in IN_LADDER if k in set(rows.kernel)]].reset_index()
+    rows = rows[rows.kernel.isin(kernels)]
+    return rows.set_index("kernel").loc[[k for k in kernels if k in set(rows.kernel)]].reset_index()
 
 
 WEAK = {"ffn_out": (512, 768, 3072), "decode": (16, 4096, 4096)}
@@ -464,6 +500,12 @@ def numbers(df: pd.DataFrame, n: int = 4096) -> dict:
         if len(away) == 2 and len(set(away.values())) == 1 else
         " (" + " and ".join(f"{who} recorded on the {gpu}" for who, gpu in away.items())
         + ": this GPU cannot run " + ("it" if len(away) == 1 else "them") + ")")
+    mine = ok[ok.kernel == "book_auto"]
+    took = {m: [SHORT[(r.M, r.N, r.K)] for r in mine.itertuples() if r.chosen == m]
+            for m in ARITHMETIC} if "chosen" in ok else {}
+    out["auto_took"] = "; ".join(f"{ARITHMETIC[m]} at {', '.join(where)}"
+                                 for m, where in took.items() if where) or "nothing recorded"
+    out["auto_at_n"] = ARITHMETIC.get(at.chosen.get("book_auto"), "--")
     for kernel in (a.id for a in ALTERNATIVES):  # '', or where another GPU's record stands in
         d = at.device.get(kernel, here)
         out[f"where_{kernel}"] = "" if d == here else f" (recorded on the {results.short_name(d)})"
