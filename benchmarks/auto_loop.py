@@ -5,6 +5,7 @@ shapes nobody tuned -- the method the first calls chose, x cuBLAS SGEMM and x pr
 largest elementwise error over cuBLAS's. Saves results/<gpu>/12_auto.csv with --save.
 
     python benchmarks/auto_loop.py [--rounds 2] [--save]
+    python benchmarks/auto_loop.py --host   # the host time it adds to its method's call
 """
 import argparse
 
@@ -20,8 +21,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--save", action="store_true")
+    parser.add_argument("--host", action="store_true", help="only the host time auto adds")
     args = parser.parse_args()
     pd.set_option("display.width", 250)
+    if args.host:
+        print(ac.host_added().round(2).to_string(index=False))
+        raise SystemExit
     df = ac.run(rounds=args.rounds)
     if args.save:
         from book.harness.results import keep
@@ -35,3 +40,5 @@ if __name__ == "__main__":
     print(f"held-out regret: geomean {np.exp(np.log1p(held.regret).mean()) - 1:.3%}, "
           f"largest {held.regret.max():.3%}")
     print(f"largest error over cuBLAS's (elementwise): {s.error_vs_sgemm.max():.3f}")
+    print(f"host time auto adds to its method's call: median {s.host_us_added.median():.2f} us, "
+          f"largest {s.host_us_added.max():.2f} us")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import book
-from book import BACKEND, to_device, to_host
+from book import BACKEND, to_device, to_host, xp
 from book.blas import auto
 
 RECORDED = {"tf32x3": [((1024, 1024, 1024), 1.58), ((8192, 8192, 8192), 2.49),
@@ -37,6 +37,7 @@ def racing(monkeypatch, tmp_path):
     monkeypatch.setattr(auto, "methods_here", lambda K: ("fp32", "tf32x3", "ozaki"))
     monkeypatch.setattr(auto, "_path", lambda: tmp_path / "auto.csv")
     monkeypatch.setattr(auto, "_STATE", {"chosen": {}})
+    monkeypatch.setattr(auto, "BY_CALL", {})
     monkeypatch.setattr(auto.replay, "clear", lambda: None)
     return tmp_path / "auto.csv"
 
@@ -119,3 +120,30 @@ def test_the_readmes_auto_numbers_are_the_h200_records():
     assert m.groups() == (f"{n['auto_geomean']:.2f}", f"{n['auto_x_8192']:.2f}",
                           f"{n['auto_fp32_min']:.3f}", f"{n['auto_regret_max']:.1f}", "six")
     assert n["auto_held"] == 6
+
+
+@pytest.mark.skipif(BACKEND != "gpu", reason="the Ozaki scheme's guard on a GPU")
+def test_inputs_that_defeat_the_scaling_move_a_shape_off_the_ozaki_scheme(monkeypatch):
+    """A shape whose method is the Ozaki scheme, called on rows spanning 48 binades (its guard
+    recomputes most rows): within 2 CHECK_EVERY calls the shape moves to its next method, and
+    every result keeps SGEMM's bound."""
+    from book.blas.ozaki import MIN_CC, guard_count
+    from book.registry import device_cc
+    from book.studies.adversarial import CLASSES
+    if device_cc() < MIN_CC:
+        pytest.skip("the Ozaki scheme needs compute capability 8.0")
+    M, N, K = 256, 320, 512
+    a, b = CLASSES["spread 48"](M, N, K, np.random.default_rng(7))
+    A, B, C = to_device(a), to_device(b), xp.empty((M, N), dtype=xp.float32)
+    key = (M, N, K, "nn")
+    monkeypatch.setitem(auto.chosen(), key, ["ozaki", "tf32x3", "fp32"])
+    monkeypatch.setattr(auto, "BY_CALL", {})
+    auto.replay.clear()
+    book.sgemm(A, B, out=C, precision="auto")
+    assert guard_count(M, N) > auto.GUARD_SHARE * M  # (an input the guard acts on)
+    exact = a.astype(np.float64) @ b
+    bound = 2 * K * 2.0 ** -24 * (np.abs(a).astype(np.float64) @ np.abs(b))
+    for _ in range(2 * auto.CHECK_EVERY):
+        book.sgemm(A, B, out=C, precision="auto")
+    assert auto.chosen()[key][0] != "ozaki"
+    assert np.all(np.abs(to_host(C) - exact) <= bound)

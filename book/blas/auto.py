@@ -113,6 +113,10 @@ def guess(M: int, N: int, K: int, methods: tuple, recorded: dict | None = None) 
 
 _LOCK = threading.Lock()
 _STATE: dict = {}
+BY_CALL: dict = {}
+"""{a call's key (``call._key``): (its method, its shape's key)} for the calls whose method is
+chosen, so that a call seen before that does not replay (a copy of a view, say) finds its method
+in one lookup; emptied wherever a shape's method changes."""
 
 
 def _path():
@@ -138,6 +142,7 @@ def chosen() -> dict:
 
 def _keep(key: tuple, order: list) -> None:
     chosen()[key] = order
+    BY_CALL.clear()
     replay.clear()
     path = _path()
     new = not path.exists()
@@ -242,4 +247,5 @@ def demote(key: tuple, method: str) -> None:
     order = chosen().get(key) or [method] + [m for m in methods_here(key[2]) if m != method]
     if order[0] == method and len(order) > 1:
         chosen()[key] = order[1:] + [method]
+        BY_CALL.clear()
         replay.clear()

@@ -129,11 +129,17 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
         raise LaunchError(f"sgemm: out has shape {out.shape}; A @ B is {M} x {N}")
     watch = None
     if precision == "auto":
-        watch = _fp32_shape(A, B, out)
-        precision, settled = auto.method(*watch, time_call=auto.timer(_scratch_run(A, B))
-                                         if learning() else None)
-        if not settled:
-            key = None  # (the shape's method is not chosen yet: no replay under its key)
+        known = auto.BY_CALL.get(key) if key is not None else None
+        if known is not None:  # (a call seen before that does not replay: one lookup)
+            precision, watch = known
+        else:
+            watch = _fp32_shape(A, B, out)
+            precision, settled = auto.method(*watch, time_call=auto.timer(_scratch_run(A, B))
+                                             if learning() else None)
+            if not settled:
+                key = None  # (the shape's method is not chosen yet: no replay under its key)
+            elif key is not None:
+                auto.BY_CALL[key] = precision, watch
     if precision == "ozaki":
         since = replay.generation()
         again = _ozaki(A, B, out, alpha, beta, key)

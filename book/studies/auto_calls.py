@@ -1,6 +1,7 @@
 """precision='auto' as a user's loop sees it: per shape, the method its first calls chose, each
 method's loop of calls beside cuBLAS SGEMM (host included), the choice's regret against the
-fastest method measured in the same rounds, and each call's error elementwise against float64
+fastest method measured in the same rounds, the host time it adds to the chosen method's call
+(``host_us``: issuing 20 calls, per call), and each call's error elementwise against float64
 beside cuBLAS's (``python benchmarks/auto_loop.py``; a GPU only).
 
 Every call is checked first: the output poisoned with NaN, then its largest elementwise error in
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .alternatives import SHAPES as MODEL_SHAPES
-from .ozaki_calls import loop_ms
+from .ozaki_calls import host_us, loop_ms
 from .ozaki_lab import stamp
 
 FILE = "12_auto"
@@ -114,6 +115,7 @@ def run(rounds: int = 2, seconds: float = 0.25) -> pd.DataFrame:
             for m, f in (fs.items() if r % 2 == 0 else reversed(fs.items())):
                 rows.append({"M": M, "N": N, "K": K, "layout": layout, "group": group,
                              "method": m, "round": r, "loop_ms": loop_ms(f, seconds),
+                             "host_us": host_us(f),
                              "error_units": errors[m], "chosen": auto.chosen()[key][0],
                              "calls_to_choose": first})
         del A, B, C
@@ -122,6 +124,7 @@ def run(rounds: int = 2, seconds: float = 0.25) -> pd.DataFrame:
     keys = ["M", "N", "K", "layout", "group", "method"]
     df = raw.groupby(keys, sort=False).agg(
         loop_ms=("loop_ms", "median"), spread=("loop_ms", lambda v: v.max() / v.min() - 1),
+        host_us=("host_us", "median"),
         error_units=("error_units", "first"), chosen=("chosen", "first"),
         calls_to_choose=("calls_to_choose", "first")).reset_index()
     return df.assign(**stamp())
@@ -142,6 +145,8 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                     "regret": t.loop_ms["auto"] / t.loop_ms[fastest] - 1,
                     "spread": t.spread["auto"],
                     "error_vs_sgemm": t.error_units["auto"] / t.error_units["cublas"],
+                    "host_us_added": (t.host_us["auto"] - t.host_us[t.chosen["auto"]]
+                                      if "host_us" in t else np.nan),
                     "error_units": t.error_units["auto"]})
     return pd.DataFrame(out)
 
@@ -183,3 +188,39 @@ def numbers(df: pd.DataFrame) -> dict:
             "auto_err_shape": s["shape"][s.error_vs_sgemm.idxmax()].replace("x", " × "),
             "auto_err_method": s.chosen[s.error_vs_sgemm.idxmax()],
             "auto_units_max": float(s.error_units.max())}
+
+
+HOST_CASES = [((512, 3072, 768), "nn"), ((64, 64, 64), "nn"), ((2048, 4096, 4096), "tn"),
+              ((1024, 3000, 2000), "nt")]
+"""Calls that replay (the first two) and calls whose method copies a view and does not."""
+
+
+def host_added(rounds: int = 9, calls: int = 50) -> pd.DataFrame:
+    """Per case: the host's time to issue a call of precision='auto' and of the method it chose
+    (``calls`` back to back, per call; medians of ``rounds`` interleaved), and the difference."""
+    import time
+
+    import cupy as cp
+
+    from ..blas import auto, sgemm
+    from ..blas.call import _fp32_shape
+    rows = []
+    for (M, N, K), layout in HOST_CASES:
+        A, B = _operands(M, N, K, layout, 1)
+        C = cp.empty((M, N), cp.float32)
+        learn(lambda: sgemm(A, B, out=C, precision="auto"), _fp32_shape(A, B, C))
+        method = auto.chosen()[_fp32_shape(A, B, C)][0]
+        times = {"auto": [], method: []}
+        for _ in range(rounds):
+            for m in times:
+                sgemm(A, B, out=C, precision=m)
+                cp.cuda.Device().synchronize()
+                t = time.perf_counter()
+                for _ in range(calls):
+                    sgemm(A, B, out=C, precision=m)
+                times[m].append((time.perf_counter() - t) / calls * 1e6)
+                cp.cuda.Device().synchronize()
+        auto_us, method_us = np.median(times["auto"]), np.median(times[method])
+        rows.append({"shape": f"{M}x{N}x{K} {layout}", "method": method, "auto_us": auto_us,
+                     "method_us": method_us, "added_us": auto_us - method_us})
+    return pd.DataFrame(rows)
