@@ -368,3 +368,37 @@ def test_the_sanitizer_runs_a_skinny_plan_at_a_shape_it_computes():
         assert p.covers(*shape, *((shape[0] if p.layout[0] == "t" else shape[2]),
                                   (shape[2] if p.layout[1] == "t" else shape[1]), shape[1])) is None
     assert fitted(plan_by_id("sgemm_64x64_k1"), 65, 64, 63) == (65, 64, 63)
+
+
+GLOBAL_HISTOGRAM = r"""
+extern "C" __global__ void hist(const int* x, int* bins, int n, int atomic) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (atomic) atomicAdd(&bins[x[i] & 15], 1);
+    else bins[x[i] & 15]++;  // the lost update
+}
+extern "C" __global__ void own_sums(const float* x, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < 4 && i < n; ++k) out[i] += x[i];  // (each thread its own element)
+}
+"""
+
+
+def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
+    """A histogram in global memory without atomicAdd: two threads' read-modify-writes of one
+    bin lose an update on a GPU (compute-sanitizer checks no global races); check mode names the
+    two threads. With atomicAdd, and where each thread updates its own element, it is clean."""
+    src = tmp_path / "global_hist.cu"
+    src.write_text(GLOBAL_HISTOGRAM)
+    x, bins = np.arange(64, dtype=np.int32), np.zeros(16, np.int32)
+    with pytest.raises(LaunchError, match=(
+            r"hist: block \(0, 0, 0\), thread \(16, 0, 0\): lost update: bins\[x\[i\] & 15\] on "
+            r"line 6 reads and writes element 0 of `bins`, which thread \(0, 0, 0\) of block "
+            r"\(0, 0, 0\) also updated \(line 6\) in this launch with no barrier between them")):
+        load_kernel(src, "hist")(2, 32, (x, bins, np.int32(64), np.int32(0)))
+    bins[:] = 0
+    load_kernel(src, "hist")(2, 32, (x, bins, np.int32(64), np.int32(1)))
+    np.testing.assert_array_equal(bins, 4)
+    out = np.zeros(64, np.float32)
+    load_kernel(src, "own_sums")(2, 32, (np.ones(64, np.float32), out, np.int32(64)))
+    np.testing.assert_array_equal(out, 4)

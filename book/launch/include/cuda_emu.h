@@ -57,6 +57,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <new>
 #include <thread>
 #include <tuple>

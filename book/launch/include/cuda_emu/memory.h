@@ -12,6 +12,9 @@
 //     A pointer into anything else -- shared memory, a thread's local array -- is left to the
 //     other checks (in check mode, p[i] in shared memory is checked for races: shared.h). (A pointer to volatile memory is rewrite.py's volatile_ptr, which lets the
 //     block's other threads run before each access: shared.h.)
+//   * note_update (check mode): `p[i] += v` or `p[i]++` on an array argument by two threads of
+//     one launch with no barrier between them -- a lost update on a GPU (a histogram in global
+//     memory without atomicAdd) -- names both threads and the element.
 //   * checked_cast: a cast to a pointer type, however written (reinterpret_cast, static_cast,
 //     a C-style cast; through a type alias or a template parameter too): on a GPU an access
 //     through a pointer must sit on a multiple of its type's alignment (16 bytes for float4,
@@ -76,6 +79,51 @@ template <class T>
     fail_here(what);
 }
 
+// Check mode: `p[i] += v`, `p[i]++` on an array argument (a read, then a write: not atomic) by
+// two threads of one launch with no barrier between them (threads of two blocks never have one)
+// lose an update on a GPU -- a histogram in global memory without atomicAdd. Each element's last
+// such update is kept (its launch, block, thread and barrier epoch), under a lock: blocks run
+// on several OS threads.
+struct Update {
+    unsigned launch, block, epoch;
+    int thread, line;
+};
+inline std::mutex updates_lock;
+inline std::unordered_map<std::uintptr_t, Update> updates;
+inline unsigned updates_launch = 0;
+
+[[noreturn]] inline void lost_update(const Update& u, const ArgumentRange& r, std::size_t size,
+                                     std::uintptr_t at, const char* text, int line) {
+    const unsigned bx = block_dim.x, by = block_dim.y, gx = grid_dim.x, gy = grid_dim.y;
+    char what[900];
+    std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes element %zu "
+                  "of argument #%u, which thread (%u, %u, %u) of block (%u, %u, %u) also updated "
+                  "(line %d) in this launch with no barrier between them (threads of two blocks "
+                  "never have one): on a GPU the two read-modify-writes interleave and one update "
+                  "is lost. Use an atomic (atomicAdd(&...)), or give each thread its own element",
+                  text, line, (std::size_t)((at - r.lo) / size), r.number, unsigned(u.thread) % bx,
+                  unsigned(u.thread) / bx % by, unsigned(u.thread) / (bx * by), u.block % gx,
+                  u.block / gx % gy, u.block / (gx * gy), u.line);
+    fail_here(what);
+}
+
+inline void note_update(std::uintptr_t at, std::size_t size, const char* text, int line) {
+    const ArgumentRange r = argument_holding(at);
+    if (!r.number) return;  // (a thread's own memory, shared memory: other checks)
+    const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+    const Update mine{launches, block, block_epoch, int(worker->current->index), line};
+    std::unique_lock<std::mutex> hold(updates_lock);
+    if (updates_launch != launches) updates.clear(), updates_launch = launches;
+    auto [it, fresh] = updates.try_emplace(at, mine);
+    if (fresh) return;
+    const Update u = it->second;
+    it->second = mine;
+    if (u.block != block || (u.thread != mine.thread && u.epoch == block_epoch)) {
+        hold.unlock();
+        lost_update(u, r, size, at, text, line);
+    }
+}
+
 // access: how the rewrite saw p[i] used (1 read, 2 write, 3 both, 0 not known: its address
 // taken, a member): in check mode, an element of shared memory reached through a pointer (an
 // array passed to a __device__ function, `float* p = s;`) is checked for races as `s[i]` is.
@@ -101,10 +149,12 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
         const auto base = reinterpret_cast<std::uintptr_t>(p);
         const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
         const std::uintptr_t at = base + std::uintptr_t(index) * sizeof(T);
-        if constexpr (kCheck && std::is_scalar_v<T>)
+        if constexpr (kCheck && std::is_scalar_v<T>) {
+            if (access == 3) note_update(at, sizeof(T), text, line);
             if (access && !(index_launch == launches && at >= index_range.lo &&
                             at + sizeof(T) <= index_range.hi))
                 track_through_pointer((const void*)at, sizeof(T), access, line);
+        }
         if (index_launch == launches && base >= index_range.lo && base <= index_range.hi &&
             at >= index_range.lo && at + sizeof(T) <= index_range.hi)
             return i;  // inside the argument found last
