@@ -85,10 +85,15 @@ def test_the_guard_moves_a_shape_off_the_ozaki_scheme_where_it_recomputes_many_r
     assert auto.method(*key) == ("tf32x3", True)
 
 
-@pytest.mark.parametrize("shape", [(33, 45, 70), (7, 130, 9), (128, 64, 257)])
-@pytest.mark.parametrize("layout", ["nn", "tn", "nt"])
-def test_auto_computes_the_product_to_sgemms_accuracy(shape, layout):
-    M, N, K = shape
+CASES = [(shape, layout) for layout in ("nn", "tn", "nt")
+         for shape in ((33, 45, 70), (7, 130, 9), (128, 64, 257))]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=f"{c[1]}-{'x'.join(map(str, c[0]))}", marks=(
+    () if k % 4 == 0 else pytest.mark.sweep)) for k, c in enumerate(CASES)])
+def test_auto_computes_the_product_to_sgemms_accuracy(case):
+    """Each shape in each layout (make test: three of the nine, one per layout and shape)."""
+    (M, N, K), layout = case
     rng = np.random.default_rng(M + N + K)
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
