@@ -402,3 +402,33 @@ def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
     out = np.zeros(64, np.float32)
     load_kernel(src, "own_sums")(2, 32, (np.ones(64, np.float32), out, np.int32(64)))
     np.testing.assert_array_equal(out, 4)
+
+
+DEVICE_COUNTER = r"""
+__device__ int counter;
+__device__ unsigned hits = 0;
+extern "C" __global__ void count_all(int atomic, int* out) {
+    if (atomic) atomicAdd(&counter, 1);
+    else counter++;  // the counter's lost update
+    if (threadIdx.x == 0 && blockIdx.x == 0) { hits += 2; out[0] = hits; }
+}
+"""
+
+
+def test_check_mode_finds_a_device_counter_without_atomics(check_mode, tmp_path):
+    """`counter++` on a __device__ variable from every thread: a GPU loses most of the updates;
+    check mode names the variable and two threads. With atomicAdd, and one thread updating, it
+    is clean (and the variable keeps its value between launches, as on a GPU)."""
+    src = tmp_path / "counter.cu"
+    src.write_text(DEVICE_COUNTER)
+    k, out = load_kernel(src, "count_all"), np.zeros(1, np.int32)
+    with pytest.raises(LaunchError, match=(
+            r"count_all: block \(0, 0, 0\), thread \(1, 0, 0\): lost update: the __device__ "
+            r"variable counter is read and written on line 6 by this thread and \(line 6\) by "
+            r"thread \(0, 0, 0\) of block \(0, 0, 0\).*atomicAdd\(&counter, 1\)")):
+        k(2, 32, (np.int32(0), out))
+    k = load_kernel(src, "count_all")
+    k(2, 32, (np.int32(1), out))
+    first = int(out[0])
+    k(2, 32, (np.int32(1), out))
+    assert out[0] == first + 2  # (hits: one thread adds 2 a launch, kept between launches)

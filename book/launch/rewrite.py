@@ -349,6 +349,8 @@ def emulate_source(text: str, check: bool | None = None) -> str:
     check = checking() if check is None else check
     text = cuda_source.FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
     text = rewrite_memory.rewrite(text)  # global memory: indexes and casts (before the rest)
+    if check:
+        text = rewrite_memory.device_updates(text)
     names: set[str] = set()
     text = _SHARED_DECL.sub(lambda m: _checked_shared(m, check, names), text)
     text = _EXTERN_SHARED.sub(lambda m: _dynamic_shared(m, names), text)

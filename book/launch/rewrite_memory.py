@@ -333,6 +333,62 @@ def _c_casts(text: str) -> str:
     return "".join(out)
 
 
+# ---- check mode: updates of __device__ variables --------------------------------------------
+
+_DEVICE_SCALAR = re.compile(
+    r"(?:^|(?<=[;}]))\s*(?:static\s+)?__device__\s+(?:volatile\s+)?(?!const\b)"
+    r"(?:(?:unsigned|signed|long|short|int|char|float|double|bool|size_t|u?int(?:8|16|32|64)_t)\s+)+"
+    r"(\w+)\s*(?:=[^;{}()]*|\{[^;{}]*\})?;", re.M)
+"""A scalar ``__device__`` variable at file scope (``__device__ int counter;``, ``= 0`` or ``{0}``
+allowed; not const, not an array)."""
+_UPDATE_OPS = r"(?:\+\+|--|[-+*/%&|^]=|<<=|>>=)"
+
+
+def _update_end(blanked: str, i: int) -> int:
+    """Where the expression that starts at ``i`` (an assignment's right side) ends: at ``;`` or
+    ``,`` at its depth, or the bracket that closes an enclosing one."""
+    depth = 0
+    for j in range(i, len(blanked)):
+        ch = blanked[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return j
+            depth -= 1
+        elif depth == 0 and ch in ";,":
+            return j
+    return len(blanked)
+
+
+def device_updates(text: str) -> str:
+    """Check mode: each read-modify-write of a scalar ``__device__`` variable (``count++``,
+    ``--count``, ``count += x``) as ``(::cuda_emu::note_device_update(&count, "count", line),
+    count++)``: two threads of one launch updating it with no barrier between them lose an update
+    on a GPU (memory.h's note_update names them). The variable's line breaks are kept."""
+    blanked = blank(text)
+    names = set(_DEVICE_SCALAR.findall(blanked))
+    if not names:
+        return text
+    alt = "|".join(map(re.escape, sorted(names)))
+    found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
+                       rf"(?P<op>{_UPDATE_OPS}))")
+    edits = []
+    for m in found.finditer(blanked):
+        name = m.group("a") or m.group("b")
+        end = m.end() if m.group("pre") or m.group("op") in ("++", "--") else \
+            _update_end(blanked, m.end())
+        note = f'(::cuda_emu::note_device_update(&{name}, "{name}", __LINE__), '
+        edits.append((m.start(), end, note + text[m.start():end] + ")"))
+    out, last = [], 0
+    for start, end, new in sorted(edits):
+        if start < last:
+            continue
+        out += [text[last:start], new]
+        last = end
+    return "".join(out + [text[last:]])
+
+
 # ---- inline PTX ---------------------------------------------------------------------------------
 
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b\s*(?:(?:volatile|__volatile__|__volatile|goto)\s*)*\(")

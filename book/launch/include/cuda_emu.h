@@ -59,6 +59,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <new>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <type_traits>

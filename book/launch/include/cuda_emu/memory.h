@@ -107,21 +107,44 @@ inline unsigned updates_launch = 0;
     fail_here(what);
 }
 
+// The update before this thread's of the same address where the two lose one (another thread,
+// no barrier between), else nullopt; this thread's is kept as the last.
+inline std::optional<Update> clashing_update(std::uintptr_t at, int line) {
+    const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+    const Update mine{launches, block, block_epoch, int(worker->current->index), line};
+    std::lock_guard<std::mutex> hold(updates_lock);
+    if (updates_launch != launches) updates.clear(), updates_launch = launches;
+    auto [it, fresh] = updates.try_emplace(at, mine);
+    if (fresh) return std::nullopt;
+    const Update u = it->second;
+    it->second = mine;
+    if (u.block != block || (u.thread != mine.thread && u.epoch == block_epoch)) return u;
+    return std::nullopt;
+}
+
 inline void note_update(std::uintptr_t at, std::size_t size, const char* text, int line) {
     const ArgumentRange r = argument_holding(at);
     if (!r.number) return;  // (a thread's own memory, shared memory: other checks)
-    const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
-    const Update mine{launches, block, block_epoch, int(worker->current->index), line};
-    std::unique_lock<std::mutex> hold(updates_lock);
-    if (updates_launch != launches) updates.clear(), updates_launch = launches;
-    auto [it, fresh] = updates.try_emplace(at, mine);
-    if (fresh) return;
-    const Update u = it->second;
-    it->second = mine;
-    if (u.block != block || (u.thread != mine.thread && u.epoch == block_epoch)) {
-        hold.unlock();
-        lost_update(u, r, size, at, text, line);
-    }
+    if (const auto u = clashing_update(at, line)) lost_update(*u, r, size, at, text, line);
+}
+
+// `count++` (`count += x`...) of a scalar __device__ variable, in check mode (rewrite_memory's
+// device_updates writes the call): the same check as note_update's, the variable named.
+template <class T>
+inline void note_device_update(T* at, const char* name, int line) {
+    const auto u = clashing_update(reinterpret_cast<std::uintptr_t>(at), line);
+    if (!u) return;
+    const unsigned bx = block_dim.x, by = block_dim.y, gx = grid_dim.x, gy = grid_dim.y;
+    char what[900];
+    std::snprintf(what, sizeof what, "lost update: the __device__ variable %s is read and written "
+                  "on line %d by this thread and (line %d) by thread (%u, %u, %u) of block "
+                  "(%u, %u, %u) in this launch with no barrier between them (threads of two blocks "
+                  "never have one): on a GPU the two read-modify-writes interleave and one update "
+                  "is lost. Use an atomic: atomicAdd(&%s, 1)", name, line, u->line,
+                  unsigned(u->thread) % bx, unsigned(u->thread) / bx % by,
+                  unsigned(u->thread) / (bx * by), u->block % gx, u->block / gx % gy,
+                  u->block / (gx * gy), name);
+    fail_here(what);
 }
 
 // access: how the rewrite saw p[i] used (1 read, 2 write, 3 both, 0 not known: its address
