@@ -144,12 +144,7 @@ def _keep(key: tuple, order: list) -> None:
     chosen()[key] = order
     BY_CALL.clear()
     replay.clear()
-    path = _path()
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        if new:
-            f.write("M,N,K,layout,order\n")
-        f.write(f"{key[0]},{key[1]},{key[2]},{key[3]},{'|'.join(order)}\n")
+    records.append_row(_path(), "M,N,K,layout,order", ",".join(map(str, key)) + "," + "|".join(order))
 
 
 class _Race:

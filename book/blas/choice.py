@@ -203,12 +203,7 @@ def _keep(M: int, N: int, K: int, layout: str, best):
     _learned()[(M, N, K, layout)] = best
     plan_for.cache_clear()
     replay.clear()
-    path = _learned_path()
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        if new:
-            f.write("M,N,K,layout,plan\n")
-        f.write(f"{M},{N},{K},{layout},{best.id}\n")
+    records.append_row(_learned_path(), "M,N,K,layout,plan", f"{M},{N},{K},{layout},{best.id}")
     return best
 
 

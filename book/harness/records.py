@@ -43,3 +43,13 @@ def _number(text: str):
         except ValueError:
             pass
     return {"True": True, "False": False}.get(text, text)
+
+
+def append_row(path: Path, header: str, row: str) -> None:
+    """Add ``row`` (a CSV line) to the file at ``path``, writing ``header`` first where the file
+    is new: what a first call keeps on disk (``blas.choice``'s plans, ``blas.auto``'s methods)."""
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        if new:
+            f.write(header + "\n")
+        f.write(row + "\n")

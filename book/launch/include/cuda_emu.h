@@ -60,6 +60,7 @@
 #include <unordered_map>
 #include <new>
 #include <optional>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <type_traits>

@@ -92,18 +92,26 @@ inline std::mutex updates_lock;
 inline std::unordered_map<std::uintptr_t, Update> updates;
 inline unsigned updates_launch = 0;
 
+// "thread (x, y, z) of block (a, b, c)": the thread that made update u.
+inline std::string updater(const Update& u) {
+    const unsigned bx = block_dim.x, by = block_dim.y, gx = grid_dim.x, gy = grid_dim.y;
+    char who[96];
+    std::snprintf(who, sizeof who, "thread (%u, %u, %u) of block (%u, %u, %u)",
+                  unsigned(u.thread) % bx, unsigned(u.thread) / bx % by,
+                  unsigned(u.thread) / (bx * by), u.block % gx, u.block / gx % gy,
+                  u.block / (gx * gy));
+    return who;
+}
+
 [[noreturn]] inline void lost_update(const Update& u, const ArgumentRange& r, std::size_t size,
                                      std::uintptr_t at, const char* text, int line) {
-    const unsigned bx = block_dim.x, by = block_dim.y, gx = grid_dim.x, gy = grid_dim.y;
     char what[900];
     std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes element %zu "
-                  "of argument #%u, which thread (%u, %u, %u) of block (%u, %u, %u) also updated "
-                  "(line %d) in this launch with no barrier between them (threads of two blocks "
-                  "never have one): on a GPU the two read-modify-writes interleave and one update "
-                  "is lost. Use an atomic (atomicAdd(&...)), or give each thread its own element",
-                  text, line, (std::size_t)((at - r.lo) / size), r.number, unsigned(u.thread) % bx,
-                  unsigned(u.thread) / bx % by, unsigned(u.thread) / (bx * by), u.block % gx,
-                  u.block / gx % gy, u.block / (gx * gy), u.line);
+                  "of argument #%u, which %s also updated (line %d) in this launch with no "
+                  "barrier between them (threads of two blocks never have one): on a GPU the two "
+                  "read-modify-writes interleave and one update is lost. Use an atomic "
+                  "(atomicAdd(&...)), or give each thread its own element", text, line,
+                  (std::size_t)((at - r.lo) / size), r.number, updater(u).c_str(), u.line);
     fail_here(what);
 }
 
@@ -134,16 +142,12 @@ template <class T>
 inline void note_device_update(T* at, const char* name, int line) {
     const auto u = clashing_update(reinterpret_cast<std::uintptr_t>(at), line);
     if (!u) return;
-    const unsigned bx = block_dim.x, by = block_dim.y, gx = grid_dim.x, gy = grid_dim.y;
     char what[900];
     std::snprintf(what, sizeof what, "lost update: the __device__ variable %s is read and written "
-                  "on line %d by this thread and (line %d) by thread (%u, %u, %u) of block "
-                  "(%u, %u, %u) in this launch with no barrier between them (threads of two blocks "
-                  "never have one): on a GPU the two read-modify-writes interleave and one update "
-                  "is lost. Use an atomic: atomicAdd(&%s, 1)", name, line, u->line,
-                  unsigned(u->thread) % bx, unsigned(u->thread) / bx % by,
-                  unsigned(u->thread) / (bx * by), u->block % gx, u->block / gx % gy,
-                  u->block / (gx * gy), name);
+                  "on line %d by this thread and (line %d) by %s in this launch with no barrier "
+                  "between them (threads of two blocks never have one): on a GPU the two "
+                  "read-modify-writes interleave and one update is lost. Use an atomic: "
+                  "atomicAdd(&%s, 1)", name, line, u->line, updater(*u).c_str(), name);
     fail_here(what);
 }
 
