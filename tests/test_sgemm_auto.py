@@ -1,6 +1,8 @@
 """sgemm(precision='auto') (book/blas/auto.py): the estimate from records, the race of a shape's
 first calls and what it keeps, the guard's routing away from the Ozaki scheme, and the call on
 this backend (on a GPU it times the methods; on the emulator it takes the estimate: fp32)."""
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,7 @@ def racing(monkeypatch, tmp_path):
     monkeypatch.setattr(auto, "methods_here", lambda K: ("fp32", "tf32x3", "ozaki"))
     monkeypatch.setattr(auto, "_path", lambda: tmp_path / "auto.csv")
     monkeypatch.setattr(auto, "_STATE", {"chosen": {}})
-    monkeypatch.setattr(auto, "BY_CALL", {})
+    monkeypatch.setattr(auto, "BY_CALL", OrderedDict())
     monkeypatch.setattr(auto.replay, "clear", lambda: None)
     return tmp_path / "auto.csv"
 
@@ -142,7 +144,7 @@ def test_inputs_that_defeat_the_scaling_move_a_shape_off_the_ozaki_scheme(monkey
     A, B, C = to_device(a), to_device(b), xp.empty((M, N), dtype=xp.float32)
     key = (M, N, K, "nn")
     monkeypatch.setitem(auto.chosen(), key, ["ozaki", "tf32x3", "fp32"])
-    monkeypatch.setattr(auto, "BY_CALL", {})
+    monkeypatch.setattr(auto, "BY_CALL", OrderedDict())
     auto.replay.clear()
     book.sgemm(A, B, out=C, precision="auto")
     assert guard_count(M, N) > auto.GUARD_SHARE * M  # (an input the guard acts on)

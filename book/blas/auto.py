@@ -24,6 +24,7 @@ import math
 import os
 import threading
 import time
+from collections import OrderedDict
 from functools import lru_cache
 
 from ..harness import records
@@ -55,6 +56,18 @@ def methods_here(K: int) -> tuple:
 
 # ---- the estimate, from this GPU's records ---------------------------------------------------
 
+def _by_shape(chapter: str, gpu: str, name: str, value: str) -> dict:
+    """{(M, N, K): {row[name]: row[value]}} of this GPU's results file ``chapter`` (empty where
+    it was not recorded)."""
+    found: dict = {}
+    try:
+        for r in records.rows(chapter, gpu):
+            found.setdefault((r["M"], r["N"], r["K"]), {})[r[name]] = r[value]
+    except FileNotFoundError:
+        pass
+    return found
+
+
 @lru_cache(maxsize=1)
 def _recorded() -> dict:
     """{method: [((M, N, K), speed over fp32)]} from this GPU's records: chapter 10's suite
@@ -63,24 +76,13 @@ def _recorded() -> dict:
     if BACKEND != "gpu":
         return {}
     from ..harness.device import device_report, gpu_slug
-    gpu, found = gpu_slug(device_report()["name"]), {}
-    try:
-        by_shape: dict = {}
-        for r in records.rows("10_tf32x3_suite", gpu):
-            by_shape.setdefault((r["M"], r["N"], r["K"]), {})[r["kernel"]] = r["gflops"]
-        found["tf32x3"] = [(s, v["tf32x3_sgemm"] / v["book_sgemm"]) for s, v in by_shape.items()
-                           if v.get("tf32x3_sgemm") and v.get("book_sgemm")]
-    except FileNotFoundError:
-        pass
-    try:
-        by_shape = {}
-        for r in records.rows("12_loop", gpu):
-            by_shape.setdefault((r["M"], r["N"], r["K"]), {})[r["call"]] = r["loop_ms"]
-        found["ozaki"] = [(s, v["fp32"] / v["ozaki"]) for s, v in by_shape.items()
-                          if v.get("fp32") and v.get("ozaki")]
-    except FileNotFoundError:
-        pass
-    return found
+    gpu = gpu_slug(device_report()["name"])
+    suite = _by_shape("10_tf32x3_suite", gpu, "kernel", "gflops")
+    loop = _by_shape("12_loop", gpu, "call", "loop_ms")
+    return {"tf32x3": [(s, v["tf32x3_sgemm"] / v["book_sgemm"]) for s, v in suite.items()
+                       if v.get("tf32x3_sgemm") and v.get("book_sgemm")],
+            "ozaki": [(s, v["fp32"] / v["ozaki"]) for s, v in loop.items()
+                      if v.get("fp32") and v.get("ozaki")]}
 
 
 def estimate(M: int, N: int, K: int, recorded: dict | None = None) -> dict:
@@ -113,10 +115,17 @@ def guess(M: int, N: int, K: int, methods: tuple, recorded: dict | None = None) 
 
 _LOCK = threading.Lock()
 _STATE: dict = {}
-BY_CALL: dict = {}
+BY_CALL: OrderedDict = OrderedDict()
 """{a call's key (``call._key``): (its method, its shape's key)} for the calls whose method is
 chosen, so that a call seen before that does not replay (a copy of a view, say) finds its method
-in one lookup; emptied wherever a shape's method changes."""
+in one lookup (``remember``); emptied wherever a shape's method changes."""
+
+
+def remember(key: tuple, method_and_shape: tuple) -> None:
+    """Keep ``BY_CALL[key]``, the oldest dropped beyond replay's LIMIT (as replays are)."""
+    BY_CALL[key] = method_and_shape
+    while len(BY_CALL) > replay.LIMIT:
+        BY_CALL.popitem(last=False)
 
 
 def _path():
@@ -194,6 +203,12 @@ def timer(run):
     return time_call
 
 
+def settled(M: int, N: int, K: int, layout: str) -> bool:
+    """Whether a call at (M, N, K) in ``layout`` runs the shape's method for good: chosen by its
+    first calls, or nothing to choose or time here (one method; no learning)."""
+    return ((M, N, K, layout) in chosen() or len(methods_here(K)) == 1 or not learning())
+
+
 def method(M: int, N: int, K: int, layout: str, time_call=None) -> tuple[str, bool]:
     """The method this call runs at (M, N, K) with operands in ``layout`` (as the fp32 plan
     sees them: ``choice``'s key): the one learned for the shape (less any the guard moved it
@@ -218,8 +233,9 @@ def method(M: int, N: int, K: int, layout: str, time_call=None) -> tuple[str, bo
         return min(race.seconds, key=race.seconds.get), False
     with _LOCK:
         _STATE["races"].pop(key, None)
-    _keep(key, race.order())
-    return race.order()[0], True
+    order = race.order()
+    _keep(key, order)
+    return order[0], True
 
 
 def watched(again, key: tuple, rows: int, count):

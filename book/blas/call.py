@@ -139,7 +139,7 @@ def _sgemm(A, B, out, alpha: float, beta: float, precision: str, key=None):
             if not settled:
                 key = None  # (the shape's method is not chosen yet: no replay under its key)
             elif key is not None:
-                auto.BY_CALL[key] = precision, watch
+                auto.remember(key, (precision, watch))
     if precision == "ozaki":
         since = replay.generation()
         again = _ozaki(A, B, out, alpha, beta, key)

@@ -275,8 +275,7 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
     # the largest magnitude of A's rows, then B's columns; then the flags of rows of A and
     # columns of B with Inf or NaN, and whether any
     # (then, for the guard, its count of rows to take another way and their list: ozaki_rows)
-    top = buffer("ozaki_top", 2 * (M + N) + 2 + M, np.int32)
-    bad, listed = top[M + N:2 * (M + N) + 1], top[2 * (M + N) + 1:]
+    top, bad, listed = _tops(M, N)
     g = int(guard)  # (the guard: one more slice each, the levels of |A| and |B| and their product)
     RA, RB = buffer("ozaki_ra", (n + g) * Mp * Kp, np.int8), buffer("ozaki_rb", (n + g) * Np * Kp, np.int8)
     R = buffer("ozaki_r", (n + 2 * g) * M * N, np.uint8)  # (the guard's: its levels, its flags)
@@ -336,11 +335,18 @@ def ozaki_passes(A, B, n: int | None = None, out=None, products: str = "auto",
             ("reconstruct", reconstruct)], C
 
 
+def _tops(M: int, N: int) -> tuple:
+    """This stream's and thread's buffer of the largest magnitudes of A's rows and B's columns,
+    and its views: the flags of rows and columns with Inf or NaN (and whether any), then the
+    guard's count of rows to take another way and their list (``ozaki_rows``)."""
+    top = buffer("ozaki_top", 2 * (M + N) + 2 + M, np.int32)
+    return top, top[M + N:2 * (M + N) + 1], top[2 * (M + N) + 1:]
+
+
 def guard_count(M: int, N: int) -> int:
     """How many rows of C the accuracy guard took another way in this stream's and thread's last
     call at M x N (``ozaki_rows``'s count; a wait for the GPU)."""
-    top = buffer("ozaki_top", 2 * (M + N) + 2 + M, np.int32)
-    return int(top[2 * (M + N) + 1])
+    return int(_tops(M, N)[2][0])
 
 
 def _ozaki(A, B, out, alpha: float, beta: float, key=None):

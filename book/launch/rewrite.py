@@ -24,7 +24,7 @@ import os
 import re
 
 from . import cuda_source, rewrite_memory
-from .rewrite_memory import blank
+from .rewrite_memory import _apply, blank
 
 _ALIGN = r"(?:(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)\s*)"
 _EXTERN_SHARED = re.compile(
@@ -90,18 +90,6 @@ def _dynamic_shared(match: re.Match, names: set[str]) -> str:
 
 
 # ---- edits at positions of the text ------------------------------------------------------------
-
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """``text`` with each (start, end, replacement) made; at one position, closing insertions
-    (those that start with ")") go before opening ones."""
-    out, last = [], 0
-    for start, end, new in sorted(edits, key=lambda e: (e[0], not e[2].startswith(")"), e[1])):
-        if start < last:
-            continue  # (overlaps one already made)
-        out += [text[last:start], new]
-        last = end
-    return "".join(out + [text[last:]])
-
 
 def _close(blanked: str, i: int) -> int:
     """Index just past the bracket that closes the one at ``i`` (any of ( [ {), or -1."""

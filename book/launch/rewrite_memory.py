@@ -67,6 +67,18 @@ def _match(blanked: str, i: int, open_: str, close: str) -> int:
     return -1
 
 
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each (start, end, replacement) made; at one position, closing insertions
+    (those that start with ")") go before opening ones."""
+    out, last = [], 0
+    for start, end, new in sorted(edits, key=lambda e: (e[0], not e[2].startswith(")"), e[1])):
+        if start < last:
+            continue  # (overlaps one already made)
+        out += [text[last:start], new]
+        last = end
+    return "".join(out + [text[last:]])
+
+
 # ---- functions and their pointer parameters ---------------------------------------------------
 
 _QUALIFIER = re.compile(r"\b(?:__global__|__device__)\b")
@@ -380,13 +392,7 @@ def device_updates(text: str) -> str:
             _update_end(blanked, m.end())
         note = f'(::cuda_emu::note_device_update(&{name}, "{name}", __LINE__), '
         edits.append((m.start(), end, note + text[m.start():end] + ")"))
-    out, last = [], 0
-    for start, end, new in sorted(edits):
-        if start < last:
-            continue
-        out += [text[last:start], new]
-        last = end
-    return "".join(out + [text[last:]])
+    return _apply(text, edits)
 
 
 # ---- inline PTX ---------------------------------------------------------------------------------

@@ -141,25 +141,30 @@ def _book(A, B, C, precision: str) -> None:
     sgemm(A, B, out=C, precision=precision)
 
 
+def learn_auto(f, key, most: int = 40) -> int:
+    """Call ``f`` (precision='auto') until the shape's method is settled (``auto.settled``: chosen
+    by its first calls, or nothing to choose here); how many calls it took."""
+    from ..blas import auto
+    for n in range(1, most + 1):
+        f()
+        if auto.settled(*key):
+            return n
+    raise AssertionError(f"precision='auto' chose nothing at {key} in {most} calls")
+
+
 def _book_auto(A, B, C) -> None:
-    """book.sgemm(precision='auto'): where the shape's method is not chosen yet (a GPU that
-    learns), its first calls run here until it is, so that a timing times the chosen method."""
-    from ..blas import auto, sgemm
+    """book.sgemm(precision='auto'): where the shape's method is not settled yet (a GPU that
+    learns), its first calls run here until it is (``learn_auto``), so that a timing times the
+    chosen method."""
+    from ..blas import sgemm
     from ..blas.call import _fp32_shape
-    from ..blas.choice import learning
-    key = _fp32_shape(A, B, C)
-    for _ in range(64):
-        if not learning() or key in auto.chosen():
-            break
-        sgemm(A, B, out=C, precision="auto")
-    sgemm(A, B, out=C, precision="auto")
+    learn_auto(lambda: sgemm(A, B, out=C, precision="auto"), _fp32_shape(A, B, C), most=64)
 
 
 def chosen_method(M: int, N: int, K: int) -> str:
     """The method precision='auto' runs at (M, N, K) with C-contiguous operands here."""
     from ..blas import auto
-    order = auto.chosen().get((M, N, K, "nn"))
-    return order[0] if order else auto.method(M, N, K, "nn")[0]
+    return auto.method(M, N, K, "nn")[0]
 
 
 TRITON_CC = (8, 0)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .alternatives import SHAPES as MODEL_SHAPES
+from .alternatives import learn_auto
 from .ozaki_calls import host_us, loop_ms
 from .ozaki_lab import stamp
 
@@ -76,16 +77,6 @@ def calls(A, B, C) -> dict:
     return out
 
 
-def learn(f, key, most: int = 40) -> int:
-    """Call ``f`` (precision='auto') until the shape's method is chosen; how many calls it took."""
-    from ..blas import auto
-    for n in range(1, most + 1):
-        f()
-        if key in auto.chosen():
-            return n
-    raise AssertionError(f"precision='auto' chose nothing at {key} in {most} calls")
-
-
 def run(rounds: int = 2, seconds: float = 0.25) -> pd.DataFrame:
     """One row per case and method, medians over ``rounds`` (interleaved) of loop_ms, with the
     spread of the rounds, each method's elementwise error and the method auto chose."""
@@ -101,7 +92,7 @@ def run(rounds: int = 2, seconds: float = 0.25) -> pd.DataFrame:
         fs = {m: f for m, f in calls(A, B, C).items() if m in ("auto", "cublas")
               or m in methods_here(K)}
         key = _fp32_shape(A, B, C)
-        first = learn(fs["auto"], key)
+        first = learn_auto(fs["auto"], key)
         errors, ref = {}, reference(A, B)
         for m, f in fs.items():
             C.fill(cp.nan)
@@ -116,7 +107,7 @@ def run(rounds: int = 2, seconds: float = 0.25) -> pd.DataFrame:
                 rows.append({"M": M, "N": N, "K": K, "layout": layout, "group": group,
                              "method": m, "round": r, "loop_ms": loop_ms(f, seconds),
                              "host_us": host_us(f),
-                             "error_units": errors[m], "chosen": auto.chosen()[key][0],
+                             "error_units": errors[m], "chosen": auto.method(*key)[0],
                              "calls_to_choose": first})
         del A, B, C
         cp.get_default_memory_pool().free_all_blocks()
@@ -208,8 +199,8 @@ def host_added(rounds: int = 9, calls: int = 50) -> pd.DataFrame:
     for (M, N, K), layout in HOST_CASES:
         A, B = _operands(M, N, K, layout, 1)
         C = cp.empty((M, N), cp.float32)
-        learn(lambda: sgemm(A, B, out=C, precision="auto"), _fp32_shape(A, B, C))
-        method = auto.chosen()[_fp32_shape(A, B, C)][0]
+        learn_auto(lambda: sgemm(A, B, out=C, precision="auto"), _fp32_shape(A, B, C))
+        method = auto.method(*_fp32_shape(A, B, C))[0]
         times = {"auto": [], method: []}
         for _ in range(rounds):
             for m in times:
