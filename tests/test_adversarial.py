@@ -105,3 +105,36 @@ def test_the_guard_leaves_plain_inputs_to_the_integer_products(shape):
                   rng.integers(-100, 100, (K, N)).astype(np.float32))):
         _, mask = oz.guarded(A, B)
         assert mask.mean() <= 0.02, mask.mean()
+
+
+@pytest.fixture
+def fresh_auto(monkeypatch):
+    """precision='auto' with nothing remembered of earlier calls, and nothing left for later."""
+    from collections import OrderedDict
+
+    from book.blas import auto
+    monkeypatch.setattr(auto, "BY_CALL", OrderedDict())
+    auto.replay.clear()
+    yield auto
+    auto.replay.clear()
+
+
+def test_precision_auto_keeps_sgemms_promise_on_every_class_whichever_method_it_takes(
+        fresh_auto, monkeypatch):
+    """precision='auto' on every class, with each method this device runs first in the shape's
+    order (as its race or a record may choose it): each element within an SGEMM's bound
+    K u (|A||B|)_ij or 2x an SGEMM's own error there, Inf and NaN where the SGEMM's are -- the
+    promise precision='fp32' keeps (test above). (3xTF32 exceeds 2x an SGEMM's own error on
+    cancellation, where the SGEMM's first two FMAs happen to cancel exactly, and near overflow:
+    chapter 12.) The Ozaki scheme's guard moves a shape off it only after CHECK_EVERY calls:
+    each call before must keep the promise itself."""
+    auto, (M, N, K) = fresh_auto, SHAPE
+    methods = auto.methods_here(K)
+    for first in methods:
+        monkeypatch.setitem(auto.chosen(), (M, N, K, "nn"),
+                            [first] + [m for m in methods if m != first])
+        auto.BY_CALL.clear()
+        auto.replay.clear()
+        df = ad.measure(SHAPE, precisions=("auto",))
+        kept = df.componentwise <= np.maximum(2 * df.sgemm_componentwise, K * 2.0 ** -24)
+        assert kept.all() and df.specials_as_sgemm.all(), (first, df[~kept].to_string())

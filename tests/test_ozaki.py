@@ -18,6 +18,9 @@ from book.models import ozaki as oz
 from book.registry import device_cc
 from conftest import sweep_params
 
+needs_int8_mma = pytest.mark.skipif(device_cc() < ozaki.MIN_CC, reason=(
+    "the Ozaki scheme's kernels need compute capability 8.0 (BOOK_ASSUME_CC counts)"))
+
 
 @pytest.mark.parametrize("n", [1, 4, 8, 16])
 def test_crt_weights_pick_out_one_modulus_each(n):
@@ -83,6 +86,7 @@ def test_more_moduli_more_accuracy_until_float32_s_last_rounding():
 SHAPES = [(37, 30, 41), (70, 5, 200), (1, 1, 1), (33, 17, 65), (5, 70, 31)]
 
 
+@needs_int8_mma
 @pytest.mark.parametrize("products", ["mma", "tiled", "wgmma"])
 @pytest.mark.parametrize("n", sweep_params([3, 8], [8]))  # (make test: 8; make test-sweep: 3)
 @pytest.mark.parametrize("shape", SHAPES + [(130, 200, 300)])
@@ -104,6 +108,7 @@ def test_the_kernels_agree_with_the_model_bit_for_bit(shape, n, products):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (shape, n)
 
 
+@needs_int8_mma
 def test_the_wgmma_blocks_cover_c_in_groups_of_rows_of_tiles(monkeypatch):
     """12_ozaki_wgmma.cu takes its tiles GROUP_M (8) rows of tiles at a time: 9 rows of tiles
     (a group and a part of one) by 3 columns, k from one record and a bit of a second; 5 blocks
@@ -154,6 +159,7 @@ def test_the_kernels_hold_the_same_moduli():
     assert tuple(int(x) for x in listed.split(",")) == oz.MODULI
 
 
+@needs_int8_mma
 def test_eight_moduli_are_as_accurate_as_sgemm_on_random_inputs():
     a, b = random_inputs(96, 80, 1000, seed=5)
     ref = a.astype(np.float64) @ b
@@ -168,6 +174,7 @@ def _same(got, want) -> bool:
                                                                  want[~nan].view(np.uint32))
 
 
+@needs_int8_mma
 def test_inf_and_nan_come_out_as_sgemm_gives_them():
     """Rows of A and columns of B that hold Inf or NaN: their elements of C from a float32 FMA
     chain (Inf, -Inf or NaN as the products and sums give them), the others by the scheme, their
@@ -190,6 +197,7 @@ def test_inf_and_nan_come_out_as_sgemm_gives_them():
     assert np.isfinite(want[ok]).all() and relative_error(want[ok], ref[ok]) < 1e-7
 
 
+@needs_int8_mma
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
 def test_sgemm_precision_ozaki_reads_any_layout_with_alpha_and_beta(layout):
     M, N, K = 23, 19, 45
@@ -212,6 +220,7 @@ def test_an_older_gpu_is_told_what_precision_ozaki_needs(monkeypatch):
         sgemm(to_device(a), to_device(b), precision="ozaki")
 
 
+@needs_int8_mma
 def test_what_it_does_not_take_is_refused_before_a_launch():
     a, b = random_inputs(8, 8, 8, seed=6)
     with pytest.raises(LaunchError, match="A is 8 x 8 but B is 7 x 8"):
@@ -228,12 +237,10 @@ def test_what_it_does_not_take_is_refused_before_a_launch():
     ("out float64", "out must be float32, got float64"), ("B short", "A is 8 x 8 and B is 7 x 8"),
     ("out shape", r"out has shape \(8, 7\)"), ("A 3-D", "A must be a 2-D"),
     ("K too long", "K = 131072 .A's columns, B's rows.: at most 131071")])
+@needs_int8_mma
 def test_bad_input_is_named_and_out_is_left_as_it_was(bad, says):
     """sgemm(precision='ozaki') refuses what it cannot take with the argument's name, before
     anything is written: out keeps its values."""
-    from book.registry import device_cc
-    if device_cc() < (8, 0):
-        pytest.skip("precision='ozaki' needs compute capability 8.0")
     a, b = random_inputs(8, 8, 8, seed=6)
     K = 131072 if bad == "K too long" else 8
     A, B = (to_device(np.ones((8, K), np.float32)), to_device(np.ones((K, 8), np.float32))) \
@@ -247,6 +254,7 @@ def test_bad_input_is_named_and_out_is_left_as_it_was(bad, says):
     assert bool((out == 7.0).all())
 
 
+@needs_int8_mma
 @pytest.mark.sweep  # (its own builds: make test-sweep)
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
 def test_the_passes_are_clean_in_check_mode(monkeypatch):
@@ -262,6 +270,7 @@ def test_the_passes_are_clean_in_check_mode(monkeypatch):
             assert _same(to_host(ozaki_sgemm(to_device(a), B, 4, products=products, guard=False)), want)
 
 
+@needs_int8_mma
 @pytest.mark.parametrize("products", ["mma", "tiled", "wgmma"])
 def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
     """ozaki_sgemm (its default guard: 12_ozaki.cu built with GUARD): the same flags and the same bits as
@@ -270,8 +279,6 @@ def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
     from book.studies.adversarial import CLASSES
     if products == "wgmma" and BACKEND == "gpu" and device_cc() != (9, 0):
         pytest.skip("wgmma: compute capability 9.0")
-    if device_cc() < (8, 0):
-        pytest.skip("precision='ozaki' needs compute capability 8.0")
     for name, make in CLASSES.items():
         a, b = make(37, 45, 300, np.random.default_rng(3))
         want, mask = oz.guarded(a, b)
@@ -280,13 +287,12 @@ def test_the_guarded_kernels_are_the_guarded_model_bit_for_bit(products):
             assert _same(got, want), (name, products, mask.mean())
 
 
+@needs_int8_mma
 def test_the_guard_starts_afresh_at_each_call():
     """The guard's sums (by row of A, column of B, and row of C) are zeroed at every call, the
     replayed ones included: a call after one whose every row cancelled (so flagged whole) gives
     the guarded model's bits on plain inputs, as a first call does, and the other way round."""
     from book.studies.adversarial import CLASSES
-    if device_cc() < (8, 0):
-        pytest.skip("precision='ozaki' needs compute capability 8.0")
     M, N, K = 200, 8, 100  # (the sums of C's rows past the flags' and magnitudes' zeroing)
     cancel = CLASSES["cancellation"](M, N, K, np.random.default_rng(5))
     plain = CLASSES["uniform"](M, N, K, np.random.default_rng(6))
@@ -297,11 +303,10 @@ def test_the_guard_starts_afresh_at_each_call():
         assert _same(to_host(out), want), mask.mean()
 
 
+@needs_int8_mma
 def test_each_pass_run_again_alone_gives_the_same_bits():
     """Chapter 12 times each pass alone, again and again: each zeroes what it adds to and keeps
     what the next reads (the guard's flags apart from its levels), so the call's result holds."""
-    if device_cc() < (8, 0):
-        pytest.skip("precision='ozaki' needs compute capability 8.0")
     a, b = random_inputs(40, 36, 200, seed=8)
     passes, C = ozaki.ozaki_passes(to_device(a), to_device(b))
     for _, run in passes:
@@ -312,6 +317,7 @@ def test_each_pass_run_again_alone_gives_the_same_bits():
     assert _same(to_host(C), first)
 
 
+@needs_int8_mma
 @pytest.mark.sweep  # (its own builds: make test-sweep)
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's check mode")
 def test_the_guarded_passes_are_clean_in_check_mode(monkeypatch):
