@@ -22,6 +22,8 @@ def test_each_class_is_what_it_says():
     assert (A[:, 0] == 2.0 ** 40).all() and (B[0] == 0).all()
     A, B = ad.CLASSES["cancellation"](*SHAPE, rng)
     assert ((A[:, 0] + A[:, 1]) == 0).all() and (B[:2] == 1).all()
+    A, B = ad.CLASSES["cancellation, pair apart"](*SHAPE, rng)
+    assert ((A[:, 0] + A[:, -1]) == 0).all() and (B[[0, -1]] == 1).all() and abs(A[0, 1]) < 1
 
 
 def test_the_errors_are_measured_per_element_per_row_and_normwise():

@@ -48,6 +48,14 @@ def cancellation(M, N, K, rng):
     return a, b
 
 
+def cancellation_apart(M, N, K, rng):
+    """:func:`cancellation` with the -2^30 column last: an SGEMM's FMAs in order of k meet the
+    other entries between the two, as 3xTF32's tensor cores meet them in each group of k."""
+    a, b = cancellation(M, N, K, rng)
+    a[:, [1, K - 1]], b[[1, K - 1]] = a[:, [K - 1, 1]], b[[K - 1, 1]]
+    return a, b
+
+
 def near_overflow(M, N, K, rng):
     """One entry of 3e38 in A and one in B (products overflow where they meet)."""
     a, b = _uniform(M, N, K, rng)
@@ -78,6 +86,7 @@ def lognormal(M, N, K, rng):
 CLASSES = {"uniform": _uniform, "heavy tails (t, 3)": heavy_tails, "lognormal": lognormal, "spread 24": spread(24), "spread 32": spread(32),
            "spread 48": spread(48), "huge 2^40, zero partner": huge_zero_partner(2.0 ** 40),
            "1e6 feature, zero partner": huge_zero_partner(1e6), "cancellation": cancellation,
+           "cancellation, pair apart": cancellation_apart,
            "near overflow": near_overflow, "subnormal": subnormal}
 """Each class as ``make(M, N, K, rng) -> (A, B)`` in float32 (unseen variants: other seeds, shapes
 and scales)."""
@@ -127,7 +136,7 @@ def _call(precision: str, A, B):
     return ozaki_sgemm(A, B, guard=False) if precision == UNGUARDED else sgemm(A, B, precision=precision)
 
 
-def measure(shape=(1024, 1024, 2048), precisions=(UNGUARDED, "ozaki", "fp32"), classes=None,
+def measure(shape=(1024, 1024, 2048), precisions=(UNGUARDED, "ozaki", "tf32x3", "fp32"), classes=None,
             seed=0) -> pd.DataFrame:
     """One row per (class, precision): book.sgemm's errors (:func:`errors`) beside the SGEMM
     reference's on the same inputs (``sgemm_*`` columns) and their ratios."""
@@ -154,15 +163,35 @@ SHAPE_GPU, SHAPE_CPU = (1024, 1024, 2048), (40, 32, 96)
 def summary(df: pd.DataFrame) -> pd.DataFrame:
     """``measure``'s rows as chapter 12 shows them: a row per class, SGEMM's componentwise error,
     and the scaling alone's and precision='ozaki''s (with its guard) as multiples of SGEMM's,
-    componentwise and in the worst row."""
+    componentwise and in the worst row; then 3xTF32's componentwise, where it was measured."""
     def x(precision, col):
         return df[df.precision == precision].set_index("class")[col]
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "SGEMM's error, componentwise": x("ozaki", "sgemm_componentwise"),
         "scaling alone, x SGEMM": x(UNGUARDED, "x_componentwise"),
         "scaling alone, worst row x SGEMM": x(UNGUARDED, "x_worst_row"),
         "with the guard, x SGEMM": x("ozaki", "x_componentwise"),
         "with the guard, worst row x SGEMM": x("ozaki", "x_worst_row")})
+    if (df.precision == "tf32x3").any():
+        table["3xTF32, x SGEMM"] = x("tf32x3", "x_componentwise")
+    return table
+
+
+def with_tf32x3(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` where it holds 3xTF32's rows, else the first GPU's record that does (chapter 12
+    names the device its numbers come from)."""
+    if (df.precision == "tf32x3").any():
+        return df
+    from ..harness import results
+    return next(r for r in results.load_every(ADVERSARIAL_FILE).values()
+                if (r.precision == "tf32x3").any())
+
+
+def of_bound(df: pd.DataFrame, precision: str) -> float:
+    """The largest componentwise error of ``precision`` over the classes whose elements stay
+    normal (all but the subnormal one), as a share of an SGEMM's bound K u."""
+    rows = df[(df.precision == precision) & (df["class"] != "subnormal")]
+    return float((rows.componentwise / (rows.K * 2.0 ** -24)).max())
 
 
 def formatted(table: pd.DataFrame) -> pd.DataFrame:
