@@ -377,9 +377,14 @@ extern "C" __global__ void hist(const int* x, int* bins, int n, int atomic) {
     if (atomic) atomicAdd(&bins[x[i] & 15], 1);
     else bins[x[i] & 15]++;  // the lost update
 }
+extern "C" __global__ void hist_spelled(const int* x, int* bins, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) bins[x[i] & 15] = bins[x[i] & 15] + 1;  // the same, spelled out
+}
 extern "C" __global__ void own_sums(const float* x, float* out, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     for (int k = 0; k < 4 && i < n; ++k) out[i] += x[i];  // (each thread its own element)
+    if (i < n) out[i] = out[i] * 0.5f + x[i];
 }
 """
 
@@ -396,12 +401,14 @@ def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
             r"line 6 reads and writes element 0 of `bins`, which thread \(0, 0, 0\) of block "
             r"\(0, 0, 0\) also updated \(line 6\) in this launch with no barrier between them")):
         load_kernel(src, "hist")(2, 32, (x, bins, np.int32(64), np.int32(0)))
+    with pytest.raises(LaunchError, match=r"thread \(16, 0, 0\): lost update: bins\[x\[i\] & 15\] on line 10"):
+        load_kernel(src, "hist_spelled")(2, 32, (x, bins, np.int32(64)))
     bins[:] = 0
     load_kernel(src, "hist")(2, 32, (x, bins, np.int32(64), np.int32(1)))
     np.testing.assert_array_equal(bins, 4)
     out = np.zeros(64, np.float32)
     load_kernel(src, "own_sums")(2, 32, (np.ones(64, np.float32), out, np.int32(64)))
-    np.testing.assert_array_equal(out, 4)
+    np.testing.assert_array_equal(out, 3)
 
 
 DEVICE_COUNTER = r"""
@@ -411,6 +418,10 @@ extern "C" __global__ void count_all(int atomic, int* out) {
     if (atomic) atomicAdd(&counter, 1);
     else counter++;  // the counter's lost update
     if (threadIdx.x == 0 && blockIdx.x == 0) { hits += 2; out[0] = hits; }
+}
+extern "C" __global__ void count_spelled() {
+    counter = counter + 1;  // the same, spelled out
+    if (threadIdx.x == 0) hits = 0;  // (an assignment, not an update)
 }
 """
 
@@ -427,6 +438,9 @@ def test_check_mode_finds_a_device_counter_without_atomics(check_mode, tmp_path)
             r"variable counter is read and written on line 6 by this thread and \(line 6\) by "
             r"thread \(0, 0, 0\) of block \(0, 0, 0\).*atomicAdd\(&counter, 1\)")):
         k(2, 32, (np.int32(0), out))
+    with pytest.raises(LaunchError, match=r"thread \(1, 0, 0\): lost update: the __device__ "
+                                          r"variable counter is read and written on line 10"):
+        load_kernel(src, "count_spelled")(1, 32, ())
     k = load_kernel(src, "count_all")
     k(2, 32, (np.int32(1), out))
     first = int(out[0])

@@ -231,7 +231,18 @@ def _access_kind(blanked: str, start: int, close: int) -> int:
     if after.startswith(("++", "--")) or before.endswith(("++", "--")) or \
             _COMPOUND.match(blanked, close):
         return 3
-    return 2 if after[:1] == "=" and after[1:2] != "=" else 1
+    if after[:1] == "=" and after[1:2] != "=":
+        return 3 if _reads_itself(blanked, start, close) else 2
+    return 1
+
+
+def _reads_itself(blanked: str, start: int, close: int) -> bool:
+    """Whether the assignment to ``blanked[start:close]`` (``c[i] = c[i] + v``, spelled out)
+    reads the same element on its right side: a read-modify-write, as ``c[i] += v`` is."""
+    eq = blanked.index("=", close)
+    rhs = re.sub(r"\s+", "", blanked[eq + 1:_update_end(blanked, eq + 1)])
+    target = re.sub(r"\s+", "", blanked[start:close])
+    return re.search(r"(?<![\w.>])" + re.escape(target), rhs) is not None
 
 
 def _check_indexes(text: str) -> str:
@@ -384,10 +395,13 @@ def device_updates(text: str) -> str:
         return text
     alt = "|".join(map(re.escape, sorted(names)))
     found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
-                       rf"(?P<op>{_UPDATE_OPS}))")
+                       rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
     edits = []
     for m in found.finditer(blanked):
         name = m.group("a") or m.group("b")
+        if m.group("op") == "=" and not re.search(  # (count = count + 1 updates; count = 0 does not)
+                rf"(?<![\w.>]){name}\b", blanked[m.end():_update_end(blanked, m.end())]):
+            continue
         end = m.end() if m.group("pre") or m.group("op") in ("++", "--") else \
             _update_end(blanked, m.end())
         note = f'(::cuda_emu::note_device_update(&{name}, "{name}", __LINE__), '
