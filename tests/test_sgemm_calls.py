@@ -302,3 +302,28 @@ def test_a_replayed_ozaki_call_gives_the_bits_of_its_full_path_on_arrays_that_al
         S.sgemm(A, B, out=out, precision="ozaki")
         assert turn < 2 or call._key(A, B, out, 1.0, 0.0, "ozaki") in replay.TABLE
         np.testing.assert_array_equal(to_host(out), want[turn % 2], err_msg=f"call {turn}")
+
+
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+def test_a_repeated_tf32x3_call_on_views_replays_with_the_copies_it_made(layout):
+    """precision='tf32x3' with A or B a transposed view: the first call copies them C-contiguous;
+    a repeated call replays that copy and the launches on the new arrays (no lookup of its
+    plan): the full path's bits on new values each time; out a view still takes the full path."""
+    from book.blas.tf32x3 import _tf32x3_why
+    import os
+    if _tf32x3_why(os.environ.get("BOOK_ASSUME_CC")):
+        pytest.skip("precision='tf32x3' needs wgmma (compute capability 9.0)")
+    M, N, K = 37, 30, 41
+    for seed in (1, 2, 3):
+        a, b = random_inputs(M, N, K, seed=seed)
+        A, B = _operand(a, layout[0] == "t"), _operand(b, layout[1] == "t")
+        out = xp.full((M, N), xp.nan, dtype=xp.float32)
+        key = call._key(A, B, out, 1.0, 0.0, "tf32x3")
+        assert (key in replay.TABLE) == (seed > 1) or seed == 2
+        S.sgemm(A, B, out=out, precision="tf32x3")  # (recorded by the second call at the latest:
+        assert seed == 1 or key in replay.TABLE      # the first may grow a scratch buffer)
+        want = to_host(S.sgemm(to_device(a), to_device(b), precision="tf32x3"))
+        assert np.array_equal(to_host(out), want), (layout, seed)
+        half = xp.zeros((M, 2 * N), dtype=xp.float32)[:, ::2]
+        S.sgemm(A, B, out=half, precision="tf32x3")
+        assert call._key(A, B, half, 1.0, 0.0, "tf32x3") not in replay.TABLE

@@ -70,19 +70,21 @@ def _tf32x3_plan(M: int, N: int, K: int, defines: tuple) -> tuple:
 
 def _tf32x3_replay(A, B, out, alpha: float, beta: float):
     """The call's launches as a function ``run(A, B, out, stream)`` for later calls with the same
-    shapes, strides and scalars (``book.sgemm``'s repeated calls), or None where the call copies
-    an operand or goes through a scratch C (views, alpha and beta other than 1 and 0)."""
+    shapes, strides and scalars (``book.sgemm``'s repeated calls): A or B a view (``X.T``, rows
+    of a wider array) copied C-contiguous first, as the call did; None where the call goes
+    through a scratch C (out a view, alpha and beta other than 1 and 0)."""
     from ..launch.wgmma import tf32x3_checked
-    if not (A.flags.c_contiguous and B.flags.c_contiguous and out.flags.c_contiguous
-            and (alpha, beta) == (1.0, 0.0)):
+    if not (out.flags.c_contiguous and (alpha, beta) == (1.0, 0.0)):
         return None
     (M, K), N = A.shape, B.shape[1]
     swap, defines, splits = _tf32x3_plan(M, N, K, TF32X3_DEFINES)
     m, n = (N, M) if swap else (M, N)
+    copy_a, copy_b = not A.flags.c_contiguous, not B.flags.c_contiguous
 
     def run(A, B, out, stream) -> None:
-        a, b = (B, A) if swap else (A, B)
-        tf32x3_checked(a, b, out, m, n, K, defines, splits)
+        a = xp.ascontiguousarray(A) if copy_a else A
+        b = xp.ascontiguousarray(B) if copy_b else B
+        tf32x3_checked(*((b, a) if swap else (a, b)), out, m, n, K, defines, splits)
     return run
 
 
