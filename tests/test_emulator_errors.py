@@ -80,22 +80,26 @@ def test_mask_must_name_the_calling_lane():
     (-5000, r"thread \(0, 0, 0\): wrote out\[-5000\], 5000 before the start of out"),
 ])
 def test_writes_through_a_pointer_outside_an_array_name_the_element(offset, message):
-    with pytest.raises(LaunchError, match=r"write_through: block \(0, 0, 0\), " + message):
-        bug("write_through")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
+    """A pointer walked along (``*p++``), which the emulator does not follow: its guard regions
+    find the write and name the element."""
+    with pytest.raises(LaunchError, match=r"write_walked: block \(0, 0, 0\), " + message):
+        bug("write_walked")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
     still_works()
 
 
 @pytest.mark.parametrize("offset", [-1, -3])
 def test_a_write_through_a_pointer_just_before_the_start_is_found_when_the_launch_ends(offset):
     with pytest.raises(LaunchError, match=(
-            rf"write_through: wrote out\[{offset}\], {-offset} before the start of out \(32 floats\); "
+            rf"write_walked: wrote out\[{offset}\], {-offset} before the start of out \(32 floats\); "
             r"found when the launch ended")):
-        bug("write_through")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
+        bug("write_walked")(1, 32, (np.zeros(32, np.float32), np.int32(offset)))
     still_works()
 
 
 @pytest.mark.parametrize("kernel, offset, thread, element, where", [
     ("write_at", 1, 31, 32, "1 past its end"),
+    ("write_through", 1, 31, 32, "1 past its end"),
+    ("write_through", -5000, 0, -5000, "5000 before its start"),
     ("write_at", -1, 0, -1, "1 before its start"),
     ("write_at", 1_000_000, 0, 1000000, "999969 past its end"),
     ("read_at", -1, 0, -1, "1 before its start"),
@@ -104,11 +108,13 @@ def test_a_write_through_a_pointer_just_before_the_start_is_found_when_the_launc
 def test_an_index_outside_an_array_names_the_expression_line_and_element(kernel, offset, thread,
                                                                         element, where):
     """in[-1] and in[n] are found where they happen, with the expression and its line, though
-    they land in the page an array shares with its guard bytes (reads there would give NaN)."""
-    args = (np.zeros(32, np.float32), np.int32(offset)) if kernel == "write_at" else \
+    they land in the page an array shares with its guard bytes (reads there would give NaN);
+    so is *(out + i), pointer arithmetic."""
+    args = (np.zeros(32, np.float32), np.int32(offset)) if kernel.startswith("write") else \
         (np.zeros(32, np.float32), np.zeros(32, np.float32), np.int32(offset))
-    expression = r"out\[offset \+ \(int\)threadIdx.x\] on line 44" if kernel == "write_at" \
-        else r"in\[offset \+ \(int\)threadIdx.x\] on line \d+"
+    expression = {"write_at": r"out\[offset \+ \(int\)threadIdx.x\] on line 44",
+                  "write_through": r"\*\(out \+ offset \+ \(int\)threadIdx.x\) on line 49",
+                  "read_at": r"in\[offset \+ \(int\)threadIdx.x\] on line \d+"}[kernel]
     with pytest.raises(LaunchError, match=(
             rf"{kernel}: block \(0, 0, 0\), thread \({thread}, 0, 0\): {expression} is element "
             rf"{element} of `(out|in)` \(32 elements of 4 bytes\): {where}")):
@@ -402,7 +408,7 @@ def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
             r"\(0, 0, 0\) also updated \(line 6\) in this launch with no barrier between them")):
         load_kernel(src, "hist")(2, 32, (x, bins, np.int32(64), np.int32(0)))
     with pytest.raises(LaunchError, match=r"thread \(16, 0, 0\): lost update: bins\[x\[i\] & 15\] on line 10"):
-        load_kernel(src, "hist_spelled")(2, 32, (x, bins, np.int32(64)))
+        load_kernel(src, "hist_spelled")(1, 64, (x, bins, np.int32(64)))  # (one block: in order)
     bins[:] = 0
     load_kernel(src, "hist")(2, 32, (x, bins, np.int32(64), np.int32(1)))
     np.testing.assert_array_equal(bins, 4)

@@ -253,7 +253,8 @@ def test_shared_memory_starts_as_garbage_not_as_zeros(tmp_path):
 @emulator_only
 def test_check_mode_follows_a_shared_array_passed_to_a_plain_pointer(check_mode):
     """The warp reduction without volatile: its accesses reach sdata through a float*
-    parameter, where check mode used to see nothing."""
+    parameter, where check mode used to see nothing; so do *p and *(p + 1) of a pointer into
+    sdata."""
     with pytest.raises(LaunchError, match=(
             r"reduce_plain_pointer: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: "
             r"this thread writes sdata\[1\], which thread \(0, 0, 0\) read with no "
@@ -261,6 +262,12 @@ def test_check_mode_follows_a_shared_array_passed_to_a_plain_pointer(check_mode)
             r"are lanes of warp 0: a __syncwarp\(\) between")):
         kernel("reduce_plain_pointer")((1,), (64,), (np.ones(64, np.float32),
                                                      np.zeros(1, np.float32)))
+
+    with pytest.raises(LaunchError, match=(
+            r"neighbour_deref: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: "
+            r"this thread writes sdata\[1\], which thread \(0, 0, 0\) read with no "
+            rf"__syncthreads\(\) between them \(line {line_of('the deref race')}\)")):
+        kernel("neighbour_deref")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))
 
 
 def test_a_shared_histogram_zeroed_first_counts_right():

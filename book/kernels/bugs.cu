@@ -44,10 +44,16 @@ extern "C" __global__ void write_at(float* out, int offset) {
     out[offset + (int)threadIdx.x] = 1.0f;
 }
 
-// The same write through pointer arithmetic (no index for the emulator to check: its guard
-// regions and guard bytes find it).
+// The same write through pointer arithmetic (checked as an index is).
 extern "C" __global__ void write_through(float* out, int offset) {
     *(out + offset + (int)threadIdx.x) = 1.0f;
+}
+
+// The same write through a pointer walked along (`*p++`: the emulator does not follow it; its
+// guard regions and guard bytes find it).
+extern "C" __global__ void write_walked(float* out, int offset) {
+    float* p = out + offset + (int)threadIdx.x;
+    *p++ = 1.0f;
 }
 
 // Thread t reads in[offset + t].

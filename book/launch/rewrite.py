@@ -337,6 +337,7 @@ def emulate_source(text: str, check: bool | None = None) -> str:
     check = checking() if check is None else check
     text = cuda_source.FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
     text = rewrite_memory.rewrite(text)  # global memory: indexes and casts (before the rest)
+    text = rewrite_memory.derefs(text)  # *p, *(p + i): checked as p[0]
     if check:
         text = rewrite_memory.device_updates(text)
     names: set[str] = set()

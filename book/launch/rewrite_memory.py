@@ -409,6 +409,58 @@ def device_updates(text: str) -> str:
     return _apply(text, edits)
 
 
+# ---- *p -> *::cuda_emu::deref(p, line, "*p", access) ----------------------------------------
+
+_UNARY_BEFORE = re.compile(r"(?:[=()\[{,;:?!~+\-*/%&|^<>]|\breturn)\s*$")
+_POSTFIX = re.compile(r"\s*(?:\+\+|--|\[|\.|->|\()")
+
+
+def _derefs_body(text: str, blanked: str, names: set[str]) -> str:
+    """The body ``text`` with each ``*p`` and ``*(p + i)`` of a pointer parameter or local pointer
+    (``names``) checked as ``p[i]`` is (global_index): bounds with the line, and in check mode
+    races in shared memory and lost updates. Left as written: a declarator (``float *a, *b;``),
+    ``*p++`` and ``*p[i]`` (the operator binds to the postfix expression), ``&*p``, casts."""
+    if not names:
+        return text
+    alt = "|".join(map(re.escape, sorted(names)))
+    edits = []
+    for m in re.finditer(r"\*(?![=*])\s*(?:(?P<name>\b(?:" + alt + r")\b)|(?P<group>\())", blanked):
+        before = blanked[:m.start()]
+        if not _UNARY_BEFORE.search(before) or before.rstrip().endswith(("&&", "->")) or \
+                (before.rstrip().endswith("&") and not before.rstrip().endswith("&&")):
+            continue
+        if before.rstrip().endswith(")") and not re.search(
+                r"\b(?:if|while|for|switch)\s*\([^;{}]*\)\s*$", before[-400:]):
+            continue  # ((float) *p: a cast; (a) * b: a product)
+        if m.group("name"):
+            end = m.end()
+            if _POSTFIX.match(blanked, end) or _declared_after_comma(blanked, m.start() + 1):
+                continue
+        else:
+            end = _match(blanked, m.end() - 1, "(", ")")
+            inner = blanked[m.end():end - 1].strip()
+            if end < 0 or _POSTFIX.match(blanked, end) or inner.endswith("*") or \
+                    not re.match(r"(?:" + alt + r")\b", inner):
+                continue  # (a cast, a call's result, something not one of the pointers)
+        operand = text[m.start() + 1:end].strip()
+        kind = _access_kind(blanked, m.start(), end)
+        shown = _literal("*" + " ".join(blanked[m.start() + 1:end].split()))
+        edits.append((m.start(), end,
+                      f"(*::cuda_emu::deref({operand}, __LINE__, {shown}, {kind}))"))
+    return _apply(text, edits)
+
+
+def derefs(text: str) -> str:
+    """``_derefs_body`` over every __global__ and __device__ function's body."""
+    blanked = blank(text)
+    edits = []
+    for body, end, names in sorted(_functions(blanked)):
+        if edits and body < edits[-1][1]:
+            continue
+        edits.append((body, end, _derefs_body(text[body:end], blanked[body:end], names)))
+    return _apply(text, edits)
+
+
 # ---- inline PTX ---------------------------------------------------------------------------------
 
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b\s*(?:(?:volatile|__volatile__|__volatile|goto)\s*)*\(")

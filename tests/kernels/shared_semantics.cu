@@ -273,6 +273,18 @@ extern "C" __global__ void reduce_plain_pointer(const float* in, float* out) {
     if (tid == 0) out[0] = sdata[0];
 }
 
+// The neighbour's sum through a pointer into sdata, dereferenced: *p, *(p + 1).
+extern "C" __global__ void neighbour_deref(const float* in, float* out) {
+    __shared__ float sdata[64];
+    const unsigned tid = threadIdx.x;
+    float* p = &sdata[tid];
+    *p = in[tid];
+    __syncthreads();
+    if (tid < 63) *p += *(p + 1);  // the deref race
+    __syncthreads();
+    if (tid == 0) out[0] = sdata[0];
+}
+
 // A histogram in shared memory, zeroed first (zero = 1) or not (its bins start as whatever the
 // memory held): atomics on the bins never race each other; the bins are read after a barrier.
 extern "C" __global__ void shared_histogram(const int* x, int* bins, int zero) {

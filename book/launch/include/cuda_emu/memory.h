@@ -205,6 +205,43 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
     return i;
 }
 
+// `*p`, `*(p + i)` of a pointer parameter or local pointer (book/launch/rewrite_memory.py's
+// derefs writes `(*deref(p, line, "*p", access))`): checked as p[0] is, so that running past an
+// array is named with its line, and in check mode shared memory reached this way is tracked.
+// A pointer already outside every argument is named where it lies in one's guard bytes (the
+// unmapped space around each array, book/launch/worker.py's GUARD_AT): there it would fault,
+// and the fault names no line.
+constexpr int kGuardAt = 232;
+
+inline ArgumentRange argument_guarding(std::uintptr_t at) {
+    if (!fault_report) return {};
+    const auto* page = reinterpret_cast<const unsigned char*>(fault_report);
+    std::uint64_t guard = *reinterpret_cast<const std::uint64_t*>(page + kGuardAt);
+    if (!guard) guard = std::uint64_t(1) << 28;
+    const std::uint64_t n = *reinterpret_cast<const std::uint64_t*>(page + kArgumentsAt);
+    const auto* pointers = reinterpret_cast<const std::uint64_t*>(page + kPointersAt);
+    for (std::uint64_t i = 0; i < n && kPointersAt + 16 * n <= kSharedNameAt; ++i)
+        if (pointers[i] && at + guard >= pointers[i] && at < pointers[i] + pointers[n + i] + guard)
+            return {pointers[i], pointers[i] + pointers[n + i], unsigned(i + 1)};
+    return {};
+}
+
+template <class P>
+inline P&& deref(P&& p, int line, const char* text, int access) {
+    using U = unrestrict_t<std::remove_reference_t<P>>;
+    if constexpr (std::is_pointer_v<U> && !std::is_void_v<std::remove_pointer_t<U>>) {
+        using T = std::remove_cv_t<std::remove_pointer_t<U>>;
+        const auto at = reinterpret_cast<std::uintptr_t>(p);
+        if (!(index_launch == launches && at >= index_range.lo && at < index_range.hi) &&
+            !argument_holding(at).number)
+            if (const ArgumentRange r = argument_guarding(at); r.number)
+                index_outside<T>(r, r.lo, ((long long)at - (long long)r.lo) / (long long)sizeof(T),
+                                 text, line);
+        global_index(p, line, text, 0, access);
+    }
+    return std::forward<P>(p);
+}
+
 // The pointer a cast operand gives: a __shared__ array (or a row of one) decays to its data.
 template <class P>
 inline decltype(auto) cast_operand(P&& p) {
