@@ -15,7 +15,7 @@ compute capability 8.0 on) -- chosen per shape, layout and GPU as plans are (``c
   where more than GUARD_SHARE of them, the shape moves to the next fastest method.
 
 Every method keeps SGEMM's promise for each element, |C - AB|_ij <= K u (|A||B|)_ij (on chapter
-12's adversarial inputs all stay below 0.01 of it, subnormal ones apart, where underflow adds an
+12's adversarial inputs each stays below 0.03 of it (cuBLAS's 0.015), subnormal ones apart, where underflow adds an
 absolute error to every SGEMM's, cuBLAS's too; and within 2x cuBLAS SGEMM's own error but for
 3xTF32 on two classes: exact cancellation, which cuBLAS's order of sums happens to favour, and
 near overflow), so the choice is one of speed alone; ``precision='ozaki'`` keeps within 2x of
