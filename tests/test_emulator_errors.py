@@ -122,6 +122,14 @@ def test_an_index_outside_an_array_names_the_expression_line_and_element(kernel,
     still_works()
 
 
+def test_an_index_this_far_out_is_named_as_an_int_that_overflowed():
+    with pytest.raises(LaunchError, match=(
+            r"write_through: .* is element -2147483648 of `out` .*; an index this far out is "
+            r"most often an int that overflowed")):
+        bug("write_through")(1, 32, (np.zeros(32, np.float32), np.int32(-2 ** 31)))
+    still_works()
+
+
 @pytest.mark.parametrize("index", [32, 1 << 30, -1])
 def test_a_shared_array_indexed_out_of_bounds_is_named(index):
     with pytest.raises(LaunchError, match=(

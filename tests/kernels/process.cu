@@ -40,6 +40,6 @@ extern "C" void* process_table() { return table; }
 // An index that overflows int (n * n for n = 50000) and wraps negative, used through a pointer
 // (p[i] would be checked before the access): the worker's guards name the right array.
 extern "C" __global__ void wrapped_index(float* out, const float* in, int n) {
-    const int i = n * n;
-    *(out + i) = in[threadIdx.x];
+    float* p = out + n * n;  // (an int that overflows; *p++ is left to the guard regions)
+    *p++ = in[threadIdx.x];
 }

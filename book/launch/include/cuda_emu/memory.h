@@ -74,8 +74,12 @@ template <class T>
         std::snprintf(where, sizeof where, "%lld past its end", element - (long long)count + 1);
     std::snprintf(what, sizeof what, "%s on line %d is element %lld of argument #%u (%zu elements "
                   "of %zu bytes): %s. On a GPU it reads or writes memory outside the array "
-                  "(compute-sanitizer reports it); check the index's bounds", text, line, element,
-                  r.number, count, size, where);
+                  "(compute-sanitizer reports it); %s", text, line, element, r.number, count, size,
+                  where, (element >= (1ll << 30) || element <= -(1ll << 30))
+                             ? "an index this far out is most often an int that overflowed (a "
+                               "product such as row * n past 2^31): compute it in 64 bits, "
+                               "(size_t)row * n + col"
+                             : "check the index's bounds");
     fail_here(what);
 }
 
