@@ -425,12 +425,12 @@ def _derefs_body(text: str, blanked: str, names: set[str]) -> str:
     alt = "|".join(map(re.escape, sorted(names)))
     edits = []
     for m in re.finditer(r"\*(?![=*])\s*(?:(?P<name>\b(?:" + alt + r")\b)|(?P<group>\())", blanked):
-        before = blanked[:m.start()]
+        before = blanked[max(0, m.start() - 400):m.start()]  # (what precedes the *, near it)
         if not _UNARY_BEFORE.search(before) or before.rstrip().endswith(("&&", "->")) or \
                 (before.rstrip().endswith("&") and not before.rstrip().endswith("&&")):
             continue
         if before.rstrip().endswith(")") and not re.search(
-                r"\b(?:if|while|for|switch)\s*\([^;{}]*\)\s*$", before[-400:]):
+                r"\b(?:if|while|for|switch)\s*\([^;{}]*\)\s*$", before):
             continue  # ((float) *p: a cast; (a) * b: a product)
         if m.group("name"):
             end = m.end()

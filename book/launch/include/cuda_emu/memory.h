@@ -40,18 +40,19 @@ template <class T> using unrestrict_t = std::remove_cv_t<typename unrestrict<T>:
 constexpr int kArgumentsAt = 240, kPointersAt = 256;
 
 // The array argument of the launch whose bytes [lo, hi) hold `at` ("within": one past its end
-// counts, for a pointer that ran to the end of a loop): its number (from 1), or 0 where none.
+// counts, for a pointer that ran to the end of a loop), or lie within `margin` bytes of them:
+// its number (from 1), or 0 where none.
 struct ArgumentRange {
     std::uintptr_t lo = 0, hi = 0;
     unsigned number = 0;
 };
-inline ArgumentRange argument_holding(std::uintptr_t at) {
+inline ArgumentRange argument_holding(std::uintptr_t at, std::uint64_t margin = 0) {
     if (!fault_report) return {};  // not in the worker process: no table of arguments
     const auto* page = reinterpret_cast<const unsigned char*>(fault_report);
     const std::uint64_t n = *reinterpret_cast<const std::uint64_t*>(page + kArgumentsAt);
     const auto* pointers = reinterpret_cast<const std::uint64_t*>(page + kPointersAt);
     for (std::uint64_t i = 0; i < n && kPointersAt + 16 * n <= kSharedNameAt; ++i)
-        if (pointers[i] && at >= pointers[i] && at <= pointers[i] + pointers[n + i])
+        if (pointers[i] && at + margin >= pointers[i] && at <= pointers[i] + pointers[n + i] + margin)
             return {pointers[i], pointers[i] + pointers[n + i], unsigned(i + 1)};
     return {};
 }
@@ -219,15 +220,9 @@ constexpr int kGuardAt = 232;
 
 inline ArgumentRange argument_guarding(std::uintptr_t at) {
     if (!fault_report) return {};
-    const auto* page = reinterpret_cast<const unsigned char*>(fault_report);
-    std::uint64_t guard = *reinterpret_cast<const std::uint64_t*>(page + kGuardAt);
-    if (!guard) guard = std::uint64_t(1) << 28;
-    const std::uint64_t n = *reinterpret_cast<const std::uint64_t*>(page + kArgumentsAt);
-    const auto* pointers = reinterpret_cast<const std::uint64_t*>(page + kPointersAt);
-    for (std::uint64_t i = 0; i < n && kPointersAt + 16 * n <= kSharedNameAt; ++i)
-        if (pointers[i] && at + guard >= pointers[i] && at < pointers[i] + pointers[n + i] + guard)
-            return {pointers[i], pointers[i] + pointers[n + i], unsigned(i + 1)};
-    return {};
+    const std::uint64_t guard = *reinterpret_cast<const std::uint64_t*>(
+        reinterpret_cast<const unsigned char*>(fault_report) + kGuardAt);
+    return argument_holding(at, guard ? guard : std::uint64_t(1) << 28);
 }
 
 template <class P>
