@@ -428,6 +428,7 @@ def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
 DEVICE_COUNTER = r"""
 __device__ int counter;
 __device__ unsigned hits = 0;
+__device__ int bins[16];
 extern "C" __global__ void count_all(int atomic, int* out) {
     if (atomic) atomicAdd(&counter, 1);
     else counter++;  // the counter's lost update
@@ -436,6 +437,10 @@ extern "C" __global__ void count_all(int atomic, int* out) {
 extern "C" __global__ void count_spelled() {
     counter = counter + 1;  // the same, spelled out
     if (threadIdx.x == 0) hits = 0;  // (an assignment, not an update)
+}
+extern "C" __global__ void device_hist(int atomic) {
+    if (atomic) atomicAdd(&bins[threadIdx.x & 15], 1);
+    else bins[threadIdx.x & 15]++;  // a histogram in a __device__ array, without atomics
 }
 """
 
@@ -449,14 +454,20 @@ def test_check_mode_finds_a_device_counter_without_atomics(check_mode, tmp_path)
     k, out = load_kernel(src, "count_all"), np.zeros(1, np.int32)
     with pytest.raises(LaunchError, match=(
             r"count_all: block \(0, 0, 0\), thread \(1, 0, 0\): lost update: the __device__ "
-            r"variable counter is read and written on line 6 by this thread and \(line 6\) by "
+            r"variable counter is read and written on line 7 by this thread and \(line 7\) by "
             r"thread \(0, 0, 0\) of block \(0, 0, 0\).*atomicAdd\(&counter, 1\)")):
         k(2, 32, (np.int32(0), out))
     with pytest.raises(LaunchError, match=r"thread \(1, 0, 0\): lost update: the __device__ "
-                                          r"variable counter is read and written on line 10"):
+                                          r"variable counter is read and written on line 11"):
         load_kernel(src, "count_spelled")(1, 32, ())
     k = load_kernel(src, "count_all")
     k(2, 32, (np.int32(1), out))
     first = int(out[0])
     k(2, 32, (np.int32(1), out))
     assert out[0] == first + 2  # (hits: one thread adds 2 a launch, kept between launches)
+    with pytest.raises(LaunchError, match=r"device_hist: block \(0, 0, 0\), thread \(16, 0, 0\): lost "
+                                          r"update: bins\[threadIdx.x & 15\] on line 16 reads and "
+                                          r"writes element 0 of a __device__ array, which thread "
+                                          r"\(0, 0, 0\) of block \(0, 0, 0\) also updated"):
+        load_kernel(src, "device_hist")(1, 32, (np.int32(0),))  # (one block: in order)
+    load_kernel(src, "device_hist")(1, 32, (np.int32(1),))

@@ -398,3 +398,33 @@ def test_whole_programs_device_launches_and_misspelt_instances_say_what_to_do(tm
     src.write_text(text)
     with pytest.raises(KernelCompileError, match=says):
         load_kernel(src, name)
+
+
+def test_end_pointers_of_arguments_and_shared_arrays_are_legal_addresses():
+    """&x[n] and &s[64], one past the end, as a loop's end: legal C++ a GPU runs. The index checks
+    once refused them as if the element were read."""
+    x = np.arange(20, dtype=np.float32)
+    out = xp.zeros(3, dtype=xp.float32)
+    load_kernel(LEARNER, "segment_sums")(1, 32, (to_device(x), to_device(np.array([0, 5, 12], np.int32)),
+                                                  out, np.int32(3), np.int32(20)))
+    assert to_host(out).tolist() == [x[:5].sum(), x[5:12].sum(), x[12:].sum()]
+    out = xp.zeros(5, dtype=xp.float32)
+    load_kernel(LEARNER, "shared_end_pointers")(1, 64, (to_device(np.arange(64, dtype=np.float32)), out))
+    assert to_host(out).tolist() == [2016.0] + [float(np.arange(16 * r, 16 * r + 16).sum()) for r in range(4)]
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check (a GPU reads on silently)")
+def test_a_binary_and_is_not_taken_for_an_address():
+    """0xff & x[i + 1] reads x[i + 1]: past the end at the last thread, as before."""
+    with pytest.raises(LaunchError, match=r"x\[i \+ 1\] on line \d+ is element 32 of `x` "
+                                          r"\(32 elements of 4 bytes\): 1 past its end"):
+        load_kernel(LEARNER, "masked_next")(1, 32, (to_device(np.arange(32, dtype=np.int32)),
+                                                     xp.zeros(32, dtype=xp.int32), np.int32(32)))
+
+
+def test_helper_math_operators_compile_beside_a_device_variable():
+    """operator+=(float3&, float3), as helper_math.h defines it, was once read as a __device__
+    variable named operator (an export that did not compile)."""
+    y = xp.zeros(4, dtype=xp.float32)
+    load_kernel(LEARNER, "add_offsets")(1, 4, (to_device(np.array([1, 1, 1], np.float32)), y))
+    assert to_host(y).tolist() == [15.0] * 4

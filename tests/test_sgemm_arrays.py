@@ -5,6 +5,8 @@ import pytest
 
 import book
 from book import BACKEND, LaunchError, to_device, to_host, xp
+from book.blas import ozaki
+from book.registry import KERNELS, device_cc
 
 
 class DLPackOnly:
@@ -41,19 +43,25 @@ def test_anything_else_is_refused_by_name():
         book.sgemm([[1.0]], to_device(np.ones((1, 1), np.float32)))
 
 
-def test_torch_tensors_in_and_out():
+@pytest.mark.parametrize("precision", ["fp32", "auto", "tf32x3", "ozaki"])
+def test_torch_tensors_in_and_out(precision):
+    """As a Colab user holds them: PyTorch tensors in, a tensor out, with every precision this
+    GPU (or BOOK_ASSUME_CC) runs."""
     torch = pytest.importorskip("torch")
     device = "cuda" if BACKEND == "gpu" else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("this PyTorch has no CUDA")
+    if (precision == "tf32x3" and KERNELS["tf32x3_wgmma"].why_not_here() is not None) or \
+            (precision == "ozaki" and device_cc() < ozaki.MIN_CC):
+        pytest.skip(f"precision={precision!r} does not run on this GPU")
     a, b = inputs()
     ta, tb = torch.from_numpy(a).to(device), torch.from_numpy(b).to(device)
-    c = book.sgemm(ta, tb)
+    c = book.sgemm(ta, tb, precision=precision)
     assert isinstance(c, torch.Tensor) and c.device.type == device
     assert error(c.cpu().numpy(), a, b) < 1e-6
     # transposed views, read as they lie; out= a tensor, written in place and returned as given
     out = torch.full((13, 37), float("nan"), device=device)
-    got = book.sgemm(tb.T, ta.T, out=out)
+    got = book.sgemm(tb.T, ta.T, out=out, precision=precision)
     assert got is out and error(out.cpu().numpy().T, a, b) < 1e-6
 
 

@@ -504,7 +504,7 @@ def _declaration(text, masked, chunk, start, scopes, found: Source) -> None:
         if type_info(words[1]) is None:
             found.aliases[words[1]] = chunk.split("=", 1)[1].strip()
     elif ({"__constant__", "__device__", "__managed__"} & set(words) and "extern" not in words
-          and "template" not in words):
+          and "template" not in words and not any(w.split("::")[-1] == "operator" for w in words)):
         decls = _split_top(_drop_calls(chunk, ("__align__", "alignas", "__attribute__")))
         decls = [_split_top(d, "=")[0] for d in decls]
         if any("(" in re.sub(r"\[[^\]]*\]", "", d) for d in decls):

@@ -233,11 +233,22 @@ _ATOMIC_ADDRESS = re.compile(r"\batomic[A-Z]\w*\s*\(\s*(?P<amp>&)\s*")
 ``atomic_address(x)`` (shared.h): the address, checked as an atomic access in check mode."""
 
 
+def _last_index(blanked: str, start: int, end: int) -> int:
+    """The ``[`` of the last index of the operand ``blanked[start:end]`` (``s[i][j]``: j's)."""
+    i, last = start, -1
+    while i < end:
+        if blanked[i] == "[":
+            last, i = i, _close(blanked, i)
+        else:
+            i += 1
+    return last
+
+
 def _uses(text: str, names: set[str]) -> str:
     """The uses of the rewritten ``names`` that C++ would read otherwise than CUDA: ``sizeof``
     (as sizeof of gpu_t), ``auto`` (value_of, ``auto&``: ref_of), and a variable or an element
     (``s``, ``s[i][j]``) passed to a function (arg_of), the address of one taken for an atomic
-    (atomic_address)."""
+    (atomic_address) or otherwise (address_of: ``&s[64]``, the end, is legal)."""
     if not names:
         return text
     blanked = blank(text)
@@ -263,12 +274,25 @@ def _uses(text: str, names: set[str]) -> str:
                 end -= 1
             if start < end and mentions.search(blanked, start, end):
                 edits += [(start, start, wrap), (end, end, ")")]
+    atomic = set()
     for m in _ATOMIC_ADDRESS.finditer(blanked):
         if mentions.match(blanked, m.end()):
             end = _operand_end(blanked, m.end(), members=False)
             if blanked[end:].lstrip()[:1] in (",", ")"):
+                atomic.add(m.start("amp"))
                 edits += [(m.start("amp"), m.start("amp") + 1, "::cuda_emu::atomic_address("),
                           (end, end, ")")]
+    for m in mentions.finditer(blanked):  # &s[i]: address_of, where &s[N] (its end) is legal
+        amp = len(blanked[:m.start()].rstrip()) - 1
+        if amp < 0 or amp in atomic or blanked[amp] != "&" or rewrite_memory.binary_amp(blanked, amp):
+            continue
+        end = _operand_end(blanked, m.start(), members=False)
+        after = blanked[end:].lstrip()
+        if blanked[end - 1:end] != "]" or after[:1] in (".", "[", "(") or after.startswith("->"):
+            continue
+        last = _last_index(blanked, m.end(), end)
+        edits += [(amp, amp + 1, "::cuda_emu::address_of("), (last, last + 1, ", ::cuda_emu::Index("),
+                  (end - 1, end, "))")]
     inside = _enclosing(blanked)
     for m in mentions.finditer(blanked):
         before = blanked[:m.start()].rstrip()
@@ -305,7 +329,8 @@ _LAUNCH_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
 def _launch_bounds(text: str) -> str:
     """Each kernel with ``__launch_bounds__(most, ...)``: a check of the launch's threads a block
     against ``most`` at the start of its body (``cuda_emu::launch_bounds``; on the same line, so
-    the kernel's lines keep their numbers), where a GPU refuses the launch."""
+    the kernel's lines keep their numbers, and naming the line of ``__launch_bounds__`` as the
+    source has it), where a GPU refuses the launch."""
     blanked = blank(text)
     edits = []
     for m in _LAUNCH_BOUNDS.finditer(blanked):
@@ -313,7 +338,6 @@ def _launch_bounds(text: str) -> str:
         if close < 0:
             continue
         most = _split_top(text[m.end():close - 1])[0].strip()
-        line = blanked.count("\n", 0, m.start()) + 1
         depth = 0
         for i in range(close, len(blanked)):
             ch = blanked[i]
@@ -323,8 +347,10 @@ def _launch_bounds(text: str) -> str:
                 depth -= 1
             elif depth == 0 and ch == ";":
                 break  # a declaration without a body
-            elif depth == 0 and ch == "{":
-                edits.append((i + 1, i + 1, f" ::cuda_emu::launch_bounds({line}, (long long)({most}));"))
+            elif depth == 0 and ch == "{":  # (__LINE__ is the brace's: its #line-mapped line)
+                back = blanked.count("\n", m.start(), i)
+                edits.append((i + 1, i + 1, f" ::cuda_emu::launch_bounds(__LINE__ - {back}, "
+                                            f"(long long)({most}));"))
                 break
     return _apply(text, edits)
 

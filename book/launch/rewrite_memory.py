@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-_KEYWORDS_BEFORE_EXPR = {"return", "case", "else", "do", "sizeof", "throw", "co_return",
+KEYWORDS_BEFORE_EXPR = {"return", "case", "else", "do", "sizeof", "throw", "co_return",
                          "co_yield", "delete", "new", "typeid", "alignof", "decltype"}
 
 
@@ -89,14 +89,17 @@ _LOCAL_POINTER = re.compile(r"(?<![\w:.>])(?:(?:const|volatile)\s+)*[A-Za-z_][\w
                             r"(?:(?:__restrict__|__restrict|const)\s*)*([A-Za-z_]\w*)\s*=(?!=)")
 """A local pointer (``const float* row = in + b * n;``): indexed through global_index too, so
 that ``row[-1]`` is checked against the array ``row`` points into."""
+_LOCAL_AUTO = re.compile(r"(?<![\w:.>])(?:const\s+)?auto\s+([A-Za-z_]\w*)\s*=(?!=)")
+"""``auto row = in + b * n;``: a pointer, maybe (its index is checked where it is one)."""
 _GLOBAL_ARRAY = re.compile(r"\b(?:__device__|__constant__)\b[^;(){}=]*?\b([A-Za-z_]\w*)\s*\[")
 """A ``__device__`` or ``__constant__`` array (``__device__ float table[64];``): its indexes are
 checked against its extent (global_index on an array)."""
 
 
-def _functions(blanked: str):
+def _functions(blanked: str, maybe: bool = False):
     """(start of body, end of body, pointer parameter names) of every __global__ or __device__
-    function defined in the text."""
+    function defined in the text; ``maybe``: with every name that may be a pointer (any
+    parameter, an ``auto`` local), for checks that are no-ops on other types."""
     seen = set()
     for m in _QUALIFIER.finditer(blanked):
         i = m.end()
@@ -118,8 +121,11 @@ def _functions(blanked: str):
                     body = close + after.end() - 1
                     end = _match(blanked, body, "{", "}")
                     if end > 0:
-                        yield body, end, (_pointer_params(blanked[i + 1:close - 1]) |
-                                          set(_LOCAL_POINTER.findall(blanked[body:end])))
+                        locals_ = set(_LOCAL_POINTER.findall(blanked[body:end]))
+                        if maybe:
+                            locals_ |= set(_LOCAL_AUTO.findall(blanked[body:end]))
+                        yield body, end, (_pointer_params(blanked[i + 1:close - 1], maybe) |
+                                          locals_)
                 break
             i += 1
 
@@ -136,14 +142,16 @@ def split_top(text: str, opens: str = "([<", closes: str = ")]>") -> list[str]:
     return parts + [text[start:]]
 
 
-def _pointer_params(params: str) -> set[str]:
+def _pointer_params(params: str, maybe: bool = False) -> set[str]:
+    """The parameters declared as pointers or arrays; ``maybe``: every named one, whatever its
+    type says (an alias, ``typedef const float* cfloat_p``, or a template's ``T``)."""
     names = set()
     for p in split_top(params):
         p = p.split("=")[0]
-        if "(" in p or ("*" not in p and "[" not in p):
+        if "(" in p or not (maybe or "*" in p or "[" in p):
             continue
         p = re.sub(r"\[[^\]]*\]\s*$", "", p.strip())
-        word = re.search(r"([A-Za-z_]\w*)\s*$", p)
+        word = re.search(r"[\w*&>]\s*\b([A-Za-z_]\w*)\s*$", p)
         if word and word.group(1) not in ("const", "volatile", "__restrict__", "__restrict"):
             names.add(word.group(1))
     return names
@@ -198,7 +206,7 @@ def _index_body(text: str, blanked: str, names: set[str]) -> str:
             continue  # inside an index already rewritten (the recursion does it), or an assert's
             # condition (its text is the message: assert(x[i] >= 0) must read as written)
         before = re.search(r"([A-Za-z_]\w*)\s*$", blanked[:m.start()])
-        if before and before.group(1) not in _KEYWORDS_BEFORE_EXPR or _declared_after_comma(
+        if before and before.group(1) not in KEYWORDS_BEFORE_EXPR or _declared_after_comma(
                 blanked, m.start()):
             continue  # a declaration (float p[4], or float a[2], p[4]) that shadows the name
         open_ = m.end() - 1
@@ -216,6 +224,15 @@ def _index_body(text: str, blanked: str, names: set[str]) -> str:
     return "".join(out)
 
 
+def binary_amp(blanked: str, amp: int) -> bool:
+    """Whether the ``&`` at ``amp`` is binary (``a & b``, ``a && b``) rather than an address-of."""
+    if blanked[amp - 1:amp] == "&" or blanked[amp + 1:amp + 2] == "&":
+        return True
+    left = re.search(r"(\w+|\S)\s*$", blanked[:amp])
+    return bool(left) and (left.group(1)[-1] in ")]" or left.group(1)[-1].isalnum() or
+                           left.group(1)[-1] == "_") and left.group(1) not in KEYWORDS_BEFORE_EXPR
+
+
 _COMPOUND = re.compile(r"\s*(?:[-+*/%&|^]|<<|>>)=")
 
 
@@ -223,11 +240,13 @@ def _access_kind(blanked: str, start: int, close: int) -> int:
     """How ``p[i]`` (from ``start`` to just past its ``]`` at ``close``) is used, for check mode's
     tracking of shared memory reached through a pointer (memory.h's ``Access``): 1 a read, 2 a
     write (``p[i] = x``), 3 both (``p[i] += x``, ``++p[i]``), 0 not tracked (its address taken,
-    a member or a further index: what it reaches is not known here)."""
+    a member or a further index: what it reaches is not known here), 4 its address taken
+    (``&p[i]``: one past the end is a legal address, ``&x[n]`` as a loop's end)."""
     after, before = blanked[close:close + 4].lstrip(), blanked[:start].rstrip()
-    if (before.endswith("&") and not before.endswith("&&")) or after[:1] in (".", "[") or \
-            after.startswith("->"):
+    if after[:1] in (".", "[") or after.startswith("->"):
         return 0
+    if before.endswith("&") and not before.endswith("&&"):
+        return 0 if binary_amp(blanked, len(before) - 1) else 4
     if after.startswith(("++", "--")) or before.endswith(("++", "--")) or \
             _COMPOUND.match(blanked, close):
         return 3
@@ -249,7 +268,7 @@ def _check_indexes(text: str) -> str:
     blanked = blank(text)
     arrays = set(_GLOBAL_ARRAY.findall(blanked))
     out, last = [], 0
-    for body, end, names in sorted(_functions(blanked)):
+    for body, end, names in sorted(_functions(blanked, maybe=True)):
         names = names | arrays
         if body < last:
             continue  # (a function inside another's body: a lambda's qualifiers, say)
@@ -331,7 +350,42 @@ def _check_casts(text: str) -> str:
                            else f'::cuda_emu::checked_cast<{m.group("type")}{m.group("stars")}, '
                                 f'{0 if m.group("kind") == "reinterpret_cast" else 1}>'
                                 f'("{_display(m)}", __LINE__, ', text)
-    return _c_casts(text)
+    return _cast_elements(_c_casts(text))
+
+
+_CHECKED_CAST = re.compile(r'::cuda_emu::checked_cast<[^;]*?, (\d)>(\()"([^"]*)", __LINE__, ')
+
+
+def _cast_elements(text: str) -> str:
+    """A cast indexed at once -- ``reinterpret_cast<float4*>(&x[i])[0]``, the SGEMM articles'
+    FETCH_FLOAT4 -- with its element checked as ``p[i]`` is: the whole float4 inside the array
+    (a read of x[n - 2 .. n + 1] once ran silently in the padding after the array)."""
+    blanked = blank(text)
+    edits = []
+    for m in _CHECKED_CAST.finditer(blanked):
+        start, end = m.start(), _match(blanked, m.start(2), "(", ")")
+        if end < 0 or (edits and start < edits[-1][1]):
+            continue
+        while True:  # ((float4*)p)[0]: the parentheses around the cast
+            before, after = blanked[:start].rstrip(), blanked[end:].lstrip()
+            if not (before.endswith("(") and after.startswith(")")) or \
+                    _match(blanked, len(before) - 1, "(", ")") != len(blanked) - len(after) + 1:
+                break
+            start, end = len(before) - 1, len(blanked) - len(after) + 1
+        open_ = len(blanked) - len(blanked[end:].lstrip())
+        if blanked[open_:open_ + 1] != "[" or blanked[open_ + 1:open_ + 2] == "[":
+            continue
+        close = _match(blanked, open_, "[", "]")
+        if close < 0:
+            continue
+        how = ("reinterpret_cast", "static_cast", "cast")[int(m.group(1))]
+        shown = _literal(f"the {how} to {text[m.start(3):m.end(3)]}* indexed "
+                         f"[{blanked[open_ + 1:close - 1]}]")
+        edits.append((start, close, f"::cuda_emu::cast_element({text[start:end]}, __LINE__, {shown}, "
+                                    f"({text[open_ + 1:close - 1]}), {_access_kind(blanked, start, close)})"))
+    for start, close, new in reversed(edits):
+        text = text[:start] + new + text[close:]
+    return text
 
 
 def _c_casts(text: str) -> str:
@@ -341,7 +395,7 @@ def _c_casts(text: str) -> str:
         if m.start() < last or _NO_CHECK.match(" ".join(m.group("type").split())):
             continue
         before = re.search(r"([A-Za-z_]\w*|[)\]>])\s*$", blanked[:m.start()])
-        if before and before.group(1) not in _KEYWORDS_BEFORE_EXPR - {"sizeof", "alignof",
+        if before and before.group(1) not in KEYWORDS_BEFORE_EXPR - {"sizeof", "alignof",
                                                                         "decltype", "typeid"}:
             continue  # a parameter list (f(float*)) or sizeof(T*), not a cast
         end = _operand_end(blanked, m.end())

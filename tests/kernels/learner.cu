@@ -266,3 +266,54 @@ extern "C" __global__ void slow_with_barriers(float* out) {
     }
     out[threadIdx.x] = acc;
 }
+
+// End pointers, legal C++ a GPU runs: &x[n] one past the end of an argument, &s[64] of a
+// __shared__ float[64], &t[r][16] the end of a row, each compared against, never read.
+extern "C" __global__ void segment_sums(const float* x, const int* starts, float* out, int segs,
+                                        int n) {
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= segs) return;
+    const float* last = (s + 1 < segs) ? &x[starts[s + 1]] : &x[n];
+    float acc = 0.0f;
+    for (const float* p = &x[starts[s]]; p != last; ++p) acc += *p;
+    out[s] = acc;
+}
+
+extern "C" __global__ void shared_end_pointers(const float* in, float* out) {
+    __shared__ float s[64];
+    __shared__ float t[4][16];
+    s[threadIdx.x] = in[threadIdx.x];
+    t[threadIdx.x / 16][threadIdx.x % 16] = in[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x < 4) {
+        float acc = 0.0f;
+        for (const float* p = &t[threadIdx.x][0]; p != &t[threadIdx.x][16]; ++p) acc += *p;
+        out[1 + threadIdx.x] = acc;
+    }
+    if (threadIdx.x == 0) {
+        float acc = 0.0f;
+        for (const float* p = &s[0]; p != &s[64]; ++p) acc += *p;
+        out[0] = acc;
+    }
+}
+
+// A binary &, not an address: x[i + 1] is read, and past the end at the last thread.
+extern "C" __global__ void masked_next(const int* x, int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 0xff & x[i + 1];
+}
+
+// helper_math.h's operators on float3 (operator+= once looked like a __device__ variable).
+inline __host__ __device__ float3 operator+(float3 a, float3 b) {
+    return make_float3(a.x + b.x, a.y + b.y, a.z + b.z);
+}
+inline __host__ __device__ void operator+=(float3& a, float3 b) { a.x += b.x; a.y += b.y; a.z += b.z; }
+inline __host__ __device__ bool operator==(float3 a, float3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
+__device__ float3 offset3 = {1.0f, 2.0f, 3.0f};
+
+extern "C" __global__ void add_offsets(const float* x, float* y) {
+    float3 v = make_float3(x[0], x[1], x[2]);
+    v += offset3;
+    v = v + offset3;
+    y[threadIdx.x] = (v == make_float3(x[0] + 2.0f, x[1] + 4.0f, x[2] + 6.0f)) ? v.x + v.y + v.z : -1.0f;
+}

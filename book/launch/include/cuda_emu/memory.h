@@ -69,13 +69,21 @@ template <class T>
     const std::size_t size = sizeof(T), count = (r.hi - r.lo) / size;
     const long long element = (long long)((base - r.lo) / size) + index;  // from the array's start
     char where[96], what[768];
-    if (element < 0)
+    const std::uintptr_t at = base + std::uintptr_t(index * (long long)size);
+    if (at < r.hi && at + size > r.hi)  // a float4 at x[n - 2]: its last bytes past the end
+        std::snprintf(where, sizeof where, "its last %zu bytes past the end", std::size_t(at + size - r.hi));
+    else if (element < 0)
         std::snprintf(where, sizeof where, "%lld before its start", -element);
     else
         std::snprintf(where, sizeof where, "%lld past its end", element - (long long)count + 1);
-    std::snprintf(what, sizeof what, "%s on line %d is element %lld of argument #%u (%zu elements "
-                  "of %zu bytes): %s. On a GPU it reads or writes memory outside the array "
-                  "(compute-sanitizer reports it); %s", text, line, element, r.number, count, size,
+    char elements[96];
+    if ((r.hi - r.lo) % size)  // (a float4 read of a float array whose length is no multiple of 4)
+        std::snprintf(elements, sizeof elements, "%zu bytes: %zu whole elements of %zu bytes",
+                      std::size_t(r.hi - r.lo), count, size);
+    else
+        std::snprintf(elements, sizeof elements, "%zu elements of %zu bytes", count, size);
+    std::snprintf(what, sizeof what, "%s on line %d is element %lld of argument #%u (%s): %s. On a GPU it reads or writes memory outside the array "
+                  "(compute-sanitizer reports it); %s", text, line, element, r.number, elements,
                   where, (element >= (1ll << 30) || element <= -(1ll << 30))
                              ? "an index this far out is most often an int that overflowed (a "
                                "product such as row * n past 2^31): compute it in 64 bits, "
@@ -156,21 +164,39 @@ inline void note_device_update(T* at, const char* name, int line) {
     fail_here(what);
 }
 
-// access: how the rewrite saw p[i] used (1 read, 2 write, 3 both, 0 not known: its address
-// taken, a member): in check mode, an element of shared memory reached through a pointer (an
-// array passed to a __device__ function, `float* p = s;`) is checked for races as `s[i]` is.
+// access: how the rewrite saw p[i] used (1 read, 2 write, 3 both, 4 its address taken, &p[i],
+// where the end of the array is legal; 0 not known: a member, a further index): in check mode,
+// an element of shared memory reached through a pointer (an array passed to a __device__
+// function, `float* p = s;`) is checked for races as `s[i]` is.
 template <class P, class I>
 inline I global_index(const P& p, int line, const char* text, I i, int access = 0) {
     if constexpr (std::is_array_v<P> && std::is_integral_v<I>) {  // a __device__/__constant__ array
         constexpr std::size_t n = std::extent_v<P>;
         const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
-        if (index < 0 || index >= (long long)n) {
+        if (index < 0 || index > (long long)n - (access != 4)) {  // (&a[n]: its end, legal)
             char what[512];
             std::snprintf(what, sizeof what, "%s on line %d: index %lld is outside the array, "
                           "which has %zu elements. On a GPU it reads or writes other memory "
                           "(compute-sanitizer reports it); check the index's bounds", text, line,
                           index, n);
             fail_here(what);
+        }
+        // hist[k]++ of a __device__ array: as a __device__ scalar's count++ (not a thread's own
+        // array, on its stack within 16 MiB of `here`, whose name a parameter's may shadow)
+        if constexpr (kCheck && std::is_scalar_v<std::remove_all_extents_t<P>>) {
+            const char here = 0;
+            if (access == 3 && std::uintptr_t(&p[0]) - std::uintptr_t(&here) + (1u << 24) >= (1u << 25))
+                if (const auto u = clashing_update(std::uintptr_t(&p[index]), line)) {
+                    char what[900];
+                    std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes "
+                                  "element %lld of a __device__ array, which %s also updated (line "
+                                  "%d) in this launch with no barrier between them (threads of two "
+                                  "blocks never have one): on a GPU the two read-modify-writes "
+                                  "interleave and one update is lost. Use an atomic "
+                                  "(atomicAdd(&...)), or give each thread its own element", text,
+                                  line, index, updater(*u).c_str(), u->line);
+                    fail_here(what);
+                }
         }
         return i;
     }
@@ -183,12 +209,13 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
         const std::uintptr_t at = base + std::uintptr_t(index) * sizeof(T);
         if constexpr (kCheck && std::is_scalar_v<T>) {
             if (access == 3) note_update(at, sizeof(T), text, line);
-            if (access && !(index_launch == launches && at >= index_range.lo &&
+            if (access && access < 4 && !(index_launch == launches && at >= index_range.lo &&
                             at + sizeof(T) <= index_range.hi))
                 track_through_pointer((const void*)at, sizeof(T), access, line);
         }
+        const std::size_t reach = access == 4 ? 0 : sizeof(T);  // &p[i]: its end is legal
         if (index_launch == launches && base >= index_range.lo && base <= index_range.hi &&
-            at >= index_range.lo && at + sizeof(T) <= index_range.hi)
+            at >= index_range.lo && at + reach <= index_range.hi)
             return i;  // inside the argument found last
         if (index_launch == launches && (base >> 12) == index_miss_page) return i;
         index_launch = launches;
@@ -198,9 +225,9 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
             return i;
         }
         // Arguments that overlap (one array passed twice) may hold it where the first does not.
-        if (at < r.lo || at + sizeof(T) > r.hi) {
+        if (at < r.lo || at + reach > r.hi) {
             const ArgumentRange other = argument_holding(at);
-            if (!other.number || at + sizeof(T) > other.hi)
+            if (!other.number || at + reach > other.hi)
                 index_outside<T>(r, base, index, text, line);
             index_range = other;
             return i;
@@ -279,6 +306,13 @@ inline T checked_cast(const char* type, int line, P&& operand) {
     if constexpr (kind == 0) return reinterpret_cast<T>(p);
     else if constexpr (kind == 1) return static_cast<T>(p);
     else return (T)(p);
+}
+
+// `reinterpret_cast<float4*>(&x[i])[0]` (book/launch/rewrite_memory.py's _cast_elements): the
+// element of a cast pointer, checked as p[i] is -- the whole float4 inside its array.
+template <class P, class I>
+inline decltype(auto) cast_element(P p, int line, const char* text, I i, int access) {
+    return p[global_index(p, line, text, i, access)];
 }
 
 // A kernel's __launch_bounds__(most, ...), checked at its first statement (book/launch/rewrite.py

@@ -198,6 +198,11 @@ inline int element_text(char* out, std::size_t size, const SharedInfo& a, std::s
                         "between its steps"
                       : ". Both are lanes of warp %u: a __syncwarp() between the two accesses "
                         "would order them", warp);
+    if (clash && unsigned(other) / 32 == warp && !is_volatile &&
+        block_dim.x * block_dim.y * block_dim.z > 32)  // (the other warps may use it too)
+        std::snprintf(what + std::strlen(what), sizeof what - std::strlen(what), "; if threads of "
+                      "the block's other warps use it too (one thread sets a value all read), "
+                      "only __syncthreads() orders them all");
     fail_here(what);
 }
 
@@ -573,6 +578,26 @@ template <class T, std::size_t... D> auto* shared_pointer(const shared_view<T, D
     return v.pointer();
 }
 template <class T> T* shared_pointer(const dynamic_array<T>& a) { return a.pointer(); }
+
+// `&s[i]` of a __shared__ array (book/launch/rewrite.py's _uses writes `address_of(s, i)`): the
+// element's address, where the end of the array (i == its length: `p != &s[64]`) is a legal
+// address, not an element to refuse. Any other index is checked as s[i] is.
+template <class T, std::size_t N, std::size_t... R>
+inline auto* address_of(const shared_view<T, N, R...>& v, const Index& i) {
+    if (i.value < 0 || i.value > (long long)N) [[unlikely]]
+        index_error(*v.info, sizeof...(R), i.value, N, i.line);
+    return v.pointer() + i.value;
+}
+template <class T>
+inline auto* address_of(const dynamic_array<T>& a, const Index& i) {
+    if (kCheck && i.value == (long long)(dynamic_smem_bytes / sizeof(T))) return a.pointer() + i.value;
+    return &a[i];
+}
+template <class X>
+    requires(!is_shared_kind<std::decay_t<X>>::value)
+inline auto* address_of(X&& x, const Index& i) {  // (a shared scalar pointer: &p[i] as written)
+    return &x[i.value];
+}
 
 // `volatile T*` (T may be const), as book/launch/rewrite.py rewrites a variable or parameter of
 // that type: every access through it is volatile (see the top).
