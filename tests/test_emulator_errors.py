@@ -198,6 +198,35 @@ def test_check_mode_finds_the_missing_second_barrier_of_a_tiled_kernel(check_mod
         bug("tiled_one_barrier")((1, 1), (16, 16), (A, A, np.zeros((32, 32), np.float32), np.int32(32)))
 
 
+REFERENCE_SUM = r"""
+extern "C" __global__ void sum_by_reference(const float* in, float* out, int barrier) {
+    __shared__ float s[64];
+    const int t = threadIdx.x;
+    float& mine = s[t];  // a reference to the thread's own element
+    mine = in[t];
+    __syncthreads();
+    for (int k = 32; k > 0; k >>= 1) {
+        if (t < k) mine += s[t + k];
+        if (barrier) __syncthreads();
+    }
+    if (t == 0) out[0] = mine;
+}
+"""
+
+
+def test_check_mode_follows_a_reference_to_a_shared_element(check_mode, tmp_path):
+    """`float& mine = s[t]; mine += s[t + k];` with no barrier in the loop: a race through a
+    reference, once unseen (a reference ended the element's tracking). With the barrier, clean."""
+    src = tmp_path / "reference.cu"
+    src.write_text(REFERENCE_SUM)
+    x, out = np.arange(64, dtype=np.float32), np.zeros(1, np.float32)
+    with pytest.raises(LaunchError, match=r"sum_by_reference: block \(0, 0, 0\), thread \(\d+, 0, 0\): "
+                                          r"race on shared memory: this thread (reads|writes) s\[\d+\]"):
+        load_kernel(src, "sum_by_reference")(1, 64, (x, out, np.int32(0)))
+    load_kernel(src, "sum_by_reference")(1, 64, (x, out, np.int32(1)))
+    assert out[0] == x.sum()
+
+
 def test_check_mode_finds_unwritten_shared_memory(check_mode):
     with pytest.raises(LaunchError, match=r"reads_unwritten: block \(0, 0, 0\), thread \(0, 0, 0\): "
                                           r"reads s\[32\], which no thread of the block has written"):

@@ -165,6 +165,18 @@ def test_an_uninitialized_accumulator_is_warned_about(tmp_path, monkeypatch):
         assert all("cuda_emu" not in str(w.message) for w in record)
 
 
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's C++ compiler's warning (NVRTC gives none)")
+def test_a_constant_index_past_a_local_array_is_warned_about(tmp_path):
+    src = tmp_path / "past.cu"
+    src.write_text('extern "C" __global__ void last(float* out) {\n'
+                   '    float v[4];\n'
+                   '    for (int i = 0; i < 4; ++i) v[i] = out[i];\n'
+                   '    out[0] = v[4];\n'
+                   '}\n')
+    with pytest.warns(CompilerWarning, match=r"past\.cu:4: array subscript 4 is above array bounds"):
+        load_kernel(src, "last")
+
+
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")
 def test_a_missing_builtin_gets_a_hint(tmp_path):
     src = tmp_path / "missing.cu"

@@ -43,7 +43,9 @@ def header_text() -> str:
     parts = sorted(HEADER.parent.rglob("*.h"))
     return "\0".join(f"{p.relative_to(HEADER.parent)}\n{p.read_text()}" for p in parts)
 # -ffp-contract=off: a * b + c is never fused into an FMA (chapter 7 compares with the GPU's FMA).
-FLAGS = ("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
+# -O1 (with -ftree-vrp, which -Warray-bounds needs): builds about a quarter faster than -O2's, for
+# a learner's every edit and make test's cold cache, at the same speed of the tests' launches.
+FLAGS = ("-std=c++20", "-O1", "-ftree-vrp", "-shared", "-fPIC", "-pthread", "-ffp-contract=off",
          "-Wno-unknown-pragmas", "-Wno-attributes")
 WARNINGS = ("-Wuninitialized", "-Wsequence-point", "-Wsizeof-pointer-div",
             "-Wsizeof-pointer-memaccess", "-Wint-in-bool-context", "-Warray-bounds", "-Wreturn-type")

@@ -355,6 +355,29 @@ def _launch_bounds(text: str) -> str:
     return _apply(text, edits)
 
 
+_REFERENCE = re.compile(r"(?<![\w.>])(?:const\s+)?(?:volatile\s+)?(?:unsigned\s+|signed\s+)?"
+                        r"[A-Za-z_]\w*\s*&\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<array>[A-Za-z_]\w*)\s*\[")
+
+
+def _shared_references(text: str, names: set[str]) -> str:
+    """``float& mine = s[t];`` of a __shared__ element as ``decltype(auto) mine = s[t];``: the
+    element's proxy (a T& where it is untracked), so that its accesses are checked for races as
+    ``s[t]``'s are (they once went unseen); ``mine`` joins ``names``."""
+    if not names:
+        return text
+    blanked = blank(text)
+    edits = []
+    for m in _REFERENCE.finditer(blanked):
+        if m.group("array") not in names:
+            continue
+        end = _operand_end(blanked, m.start("array"), members=False)
+        if blanked[end:].lstrip()[:1] != ";":
+            continue  # (an element's member, or an expression: left as written)
+        edits.append((m.start(), m.start("name"), "decltype(auto) "))
+        names.add(m.group("name"))
+    return _apply(text, edits)
+
+
 def emulate_source(text: str, check: bool | None = None) -> str:
     """``text`` as the emulator compiles it (``check``: for the check mode; by default as
     ``BOOK_EMU_CHECK`` says): global memory's rewrites (``rewrite_memory``), then shared
@@ -369,5 +392,5 @@ def emulate_source(text: str, check: bool | None = None) -> str:
     names: set[str] = set()
     text = _SHARED_DECL.sub(lambda m: _checked_shared(m, check, names), text)
     text = _EXTERN_SHARED.sub(lambda m: _dynamic_shared(m, names), text)
-    text = _volatile_pointers(text)
+    text = _volatile_pointers(_shared_references(text, names))
     return _launch_bounds(_uses(text, names))
