@@ -149,32 +149,22 @@ def test_a_header_neither_compiler_has_is_named(tmp_path):
 
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's C++ compiler's warning (NVRTC gives none)")
-def test_an_uninitialized_accumulator_is_warned_about(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, body, says", [
+    ("uninit", "    float acc;\n    for (int i = 0; i < 4; ++i) acc += out[i];\n    out[0] = acc;\n",
+     r"uninit\.cu:\d: .acc. (may be|is) used uninitialized"),
+    ("past", "    float v[4];\n    for (int i = 0; i < 4; ++i) v[i] = out[i];\n    out[0] = v[4];\n",
+     r"past\.cu:4: array subscript 4 is above array bounds")])
+def test_what_the_cpp_compiler_sees_is_warned_about(tmp_path, monkeypatch, name, body, says):
+    """An accumulator never set, a constant index past a local array: the C++ compiler's warning,
+    on the kernel's own line, when built and again from the cache."""
     from book.launch import runtime
-    src = tmp_path / "uninit.cu"
-    src.write_text('extern "C" __global__ void sum(const float* x, float* out, int n) {\n'
-                   '    float acc;\n'
-                   '    for (int i = 0; i < n; ++i) acc += x[i];\n'
-                   '    out[threadIdx.x] = acc;\n'
-                   '}\n')
+    src = tmp_path / f"{name}.cu"
+    src.write_text('extern "C" __global__ void k(float* out) {\n' + body + "}\n")
     for _ in range(2):  # built, then from the cache in a new process (as far as it can tell)
         monkeypatch.setattr(runtime, "_modules", {})
-        with pytest.warns(CompilerWarning, match=r"uninit\.cu:\d: .acc. (may be|is) used "
-                                                 r"uninitialized") as record:
-            load_kernel(src, "sum")
+        with pytest.warns(CompilerWarning, match=says) as record:
+            load_kernel(src, "k")
         assert all("cuda_emu" not in str(w.message) for w in record)
-
-
-@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's C++ compiler's warning (NVRTC gives none)")
-def test_a_constant_index_past_a_local_array_is_warned_about(tmp_path):
-    src = tmp_path / "past.cu"
-    src.write_text('extern "C" __global__ void last(float* out) {\n'
-                   '    float v[4];\n'
-                   '    for (int i = 0; i < 4; ++i) v[i] = out[i];\n'
-                   '    out[0] = v[4];\n'
-                   '}\n')
-    with pytest.warns(CompilerWarning, match=r"past\.cu:4: array subscript 4 is above array bounds"):
-        load_kernel(src, "last")
 
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")
