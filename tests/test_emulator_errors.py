@@ -424,6 +424,20 @@ extern "C" __global__ void hist_spelled(const int* x, int* bins, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) bins[x[i] & 15] = bins[x[i] & 15] + 1;  // the same, spelled out
 }
+extern "C" __global__ void row_totals(const float* m, float* totals, int cols, int atomic) {
+    float& total = totals[blockIdx.x];  // one element for the block's threads
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        if (atomic) atomicAdd(&total, m[blockIdx.x * cols + c]);
+        else total += m[blockIdx.x * cols + c];  // the lost update, through a reference
+}
+struct Stats { float sum; float count; };
+extern "C" __global__ void stats(const float* x, float* raw, int n) {
+    Stats* st = reinterpret_cast<Stats*>(raw);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (n == 1) { st->count = st->count + 1.0f; return; }  // (one thread: no clash)
+    st->sum += x[i];  // the lost update, through ->
+}
 extern "C" __global__ void own_sums(const float* x, float* out, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     for (int k = 0; k < 4 && i < n; ++k) out[i] += x[i];  // (each thread its own element)
@@ -435,7 +449,8 @@ extern "C" __global__ void own_sums(const float* x, float* out, int n) {
 def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
     """A histogram in global memory without atomicAdd: two threads' read-modify-writes of one
     bin lose an update on a GPU (compute-sanitizer checks no global races); check mode names the
-    two threads. With atomicAdd, and where each thread updates its own element, it is clean."""
+    two threads, also where the element is reached through a reference or `->`. With atomicAdd,
+    and where each thread updates its own element, it is clean."""
     src = tmp_path / "global_hist.cu"
     src.write_text(GLOBAL_HISTOGRAM)
     x, bins = np.arange(64, dtype=np.int32), np.zeros(16, np.int32)
@@ -452,6 +467,20 @@ def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
     out = np.zeros(64, np.float32)
     load_kernel(src, "own_sums")(2, 32, (np.ones(64, np.float32), out, np.int32(64)))
     np.testing.assert_array_equal(out, 3)
+    m = np.ones((2, 64), np.float32)
+    with pytest.raises(LaunchError, match=r"row_totals: block \(0, 0, 0\), thread \(1, 0, 0\): lost "
+                                          r"update: total on line 16 reads and writes element 0 of "
+                                          r"`totals`, which thread \(0, 0, 0\)"):
+        load_kernel(src, "row_totals")(2, 32, (m, np.zeros(2, np.float32), np.int32(64), np.int32(0)))
+    totals = np.zeros(2, np.float32)
+    load_kernel(src, "row_totals")(2, 32, (m, totals, np.int32(64), np.int32(1)))
+    np.testing.assert_array_equal(totals, 64)
+    with pytest.raises(LaunchError, match=r"stats: block \(0, 0, 0\), thread \(1, 0, 0\): lost update: "
+                                          r"st->sum on line 24 reads and writes element 0 of `raw`"):
+        load_kernel(src, "stats")(1, 32, (np.ones(32, np.float32), np.zeros(2, np.float32), np.int32(32)))
+    raw = np.zeros(2, np.float32)
+    load_kernel(src, "stats")(1, 32, (np.ones(1, np.float32), raw, np.int32(1)))
+    assert raw.tolist() == [0.0, 1.0]
 
 
 DEVICE_COUNTER = r"""

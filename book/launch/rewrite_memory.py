@@ -438,27 +438,44 @@ def _update_end(blanked: str, i: int) -> int:
     return len(blanked)
 
 
+_ELEMENT_REFERENCE = re.compile(r"(?<![\w.>])(?:const\s+)?[A-Za-z_][\w:]*\s*&\s*([A-Za-z_]\w*)\s*="
+                                r"\s*([A-Za-z_]\w*)\s*\[")
+
+
 def device_updates(text: str) -> str:
-    """Check mode: each read-modify-write of a scalar ``__device__`` variable (``count++``,
-    ``--count``, ``count += x``) as ``(::cuda_emu::note_device_update(&count, "count", line),
-    count++)``: two threads of one launch updating it with no barrier between them lose an update
-    on a GPU (memory.h's note_update names them). The variable's line breaks are kept."""
+    """Check mode: each read-modify-write (``count++``, ``--count``, ``count += x``,
+    ``count = count + 1``) of a scalar ``__device__`` variable as
+    ``(::cuda_emu::note_device_update(&count, "count", line), count++)``, and of an element of an
+    array argument reached without an index -- a reference to one (``float& total =
+    totals[b]; total += v``) or a member through a pointer (``st->sum += v``) -- as
+    ``(::cuda_emu::note_update(&total, ...), total += v)``: two threads of one launch updating it
+    with no barrier between them lose an update on a GPU (memory.h names them). Line breaks kept."""
     blanked = blank(text)
-    names = set(_DEVICE_SCALAR.findall(blanked))
-    if not names:
+    scalars = set(_DEVICE_SCALAR.findall(blanked))
+    pointers = set().union(*(names for _, _, names in _functions(blanked))) or set()
+    references = {name for name, array in _ELEMENT_REFERENCE.findall(blanked) if array in pointers}
+    targets = [re.escape(n) for n in sorted(scalars | references)]
+    if pointers:
+        targets.append(r"(?:" + "|".join(map(re.escape, sorted(pointers))) + r")\s*->\s*[A-Za-z_]\w*")
+    if not targets:
         return text
-    alt = "|".join(map(re.escape, sorted(names)))
+    alt = "|".join(targets)
     found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
                        rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
     edits = []
     for m in found.finditer(blanked):
-        name = m.group("a") or m.group("b")
-        if m.group("op") == "=" and not re.search(  # (count = count + 1 updates; count = 0 does not)
-                rf"(?<![\w.>]){name}\b", blanked[m.end():_update_end(blanked, m.end())]):
-            continue
+        target = m.group("a") or m.group("b")
+        flat = re.sub(r"\s+", "", target)
+        rhs = re.sub(r"\s+", "", blanked[m.end():_update_end(blanked, m.end())])
+        if m.group("op") == "=" and not re.search(rf"(?<![\w.>]){re.escape(flat)}(?![\w])", rhs):
+            continue  # (count = count + 1 updates; count = 0 does not)
         end = m.end() if m.group("pre") or m.group("op") in ("++", "--") else \
             _update_end(blanked, m.end())
-        note = f'(::cuda_emu::note_device_update(&{name}, "{name}", __LINE__), '
+        if target in scalars:
+            note = f'(::cuda_emu::note_device_update(&{target}, "{target}", __LINE__), '
+        else:
+            note = (f"(::cuda_emu::note_update(reinterpret_cast<std::uintptr_t>(&({target})), "
+                    f"sizeof({target}), {_literal(target)}, __LINE__), ")
         edits.append((m.start(), end, note + text[m.start():end] + ")"))
     return _apply(text, edits)
 
