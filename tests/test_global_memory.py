@@ -229,3 +229,10 @@ def test_pointers_through_a_typedef_or_auto_are_checked():
     with pytest.raises(LaunchError, match=r"row\[0\] on line \d+ is element 100 of `out`"):
         kernel("alias_shift")(1, 128, (np.arange(102, dtype=np.float32), np.zeros(100, np.float32),
                                        np.int32(101)))
+
+
+@on_cpu
+def test_an_unsigned_counter_that_wrapped_below_zero_is_named_as_such():
+    with pytest.raises(LaunchError, match=r"x\[i\] on line \d+ is element 4294967295 of `x`.*an "
+                                          r"unsigned int that went below 0 and wrapped"):
+        kernel("reverse_sums")(1, 1, (np.ones(16, np.float32), np.zeros(16, np.float32), np.int32(16)))

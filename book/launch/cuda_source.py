@@ -492,6 +492,8 @@ def _declaration(text, masked, chunk, start, scopes, found: Source) -> None:
         return
     pos = start + len(chunk) - len(chunk.lstrip())
     namespaces = [s for s in scopes if s != '"C"']
+    if "__global__" in words and re.match(r"\s*(?:extern\s+)?template\s*[^\s<]", chunk):
+        return  # an explicit instantiation (template __global__ void k<float>(float*);): no new kernel
     if "__global__" in words:
         _kernel(chunk, _line_of(text, pos), scopes, found)
     elif words[0] == "typedef" and "(" not in chunk and len(words) >= 3:

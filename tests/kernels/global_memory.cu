@@ -131,3 +131,12 @@ extern "C" __global__ void alias_shift(cfloat_p in, float_p out, int n) {
         row[0] = in[i + 1];
     }
 }
+
+// A reverse loop with an unsigned counter: i >= 0 always holds, and i wraps to 2^32 - 1.
+extern "C" __global__ void reverse_sums(const float* x, float* out, int n) {
+    float acc = 0.0f;
+    for (unsigned i = n - 1; i >= 0; --i) {
+        acc += x[i];
+        out[i] = acc;
+    }
+}

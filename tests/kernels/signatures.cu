@@ -82,6 +82,10 @@ __global__ void __launch_bounds__(TILE) fill(T* out, T value, int n) {
     const int i = blockIdx.x * TILE + threadIdx.x;
     if (i < n) out[i] = value + (T)TILE;
 }
+// Explicit instantiations (legal; they once broke the file's every kernel: read as kernels named
+// "fill<32, float>", split at the comma).
+template __global__ void fill<32, float>(float*, float, int);
+template __global__ void fill<16, double>(double*, double, int);
 
 // __constant__ and __device__ memory, set from Python with Kernel.set_constant.
 __constant__ float coef[4];

@@ -84,7 +84,11 @@ template <class T>
         std::snprintf(elements, sizeof elements, "%zu elements of %zu bytes", count, size);
     std::snprintf(what, sizeof what, "%s on line %d is element %lld of argument #%u (%s): %s. On a GPU it reads or writes memory outside the array "
                   "(compute-sanitizer reports it); %s", text, line, element, r.number, elements,
-                  where, (element >= (1ll << 30) || element <= -(1ll << 30))
+                  where, (index >= (1ll << 32) - (1ll << 20) && index < (1ll << 32))
+                             ? "an index just below 2^32 is most often an unsigned int that went "
+                               "below 0 and wrapped (a loop `for (unsigned i = n - 1; i >= 0; "
+                               "--i)` never ends): count with an int"
+                         : (element >= (1ll << 30) || element <= -(1ll << 30))
                              ? "an index this far out is most often an int that overflowed (a "
                                "product such as row * n past 2^31): compute it in 64 bits, "
                                "(size_t)row * n + col"
@@ -116,15 +120,22 @@ inline std::string updater(const Update& u) {
     return who;
 }
 
+// " (threads of two blocks never have one)" where update u was another block's, else "".
+inline const char* across_blocks(const Update& u) {
+    const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+    return u.block != block ? " (threads of two blocks never have one)" : "";
+}
+
 [[noreturn]] inline void lost_update(const Update& u, const ArgumentRange& r, std::size_t size,
                                      std::uintptr_t at, const char* text, int line) {
     char what[900];
     std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes element %zu "
                   "of argument #%u, which %s also updated (line %d) in this launch with no "
-                  "barrier between them (threads of two blocks never have one): on a GPU the two "
+                  "barrier between them%s: on a GPU the two "
                   "read-modify-writes interleave and one update is lost. Use an atomic "
                   "(atomicAdd(&...)), or give each thread its own element", text, line,
-                  (std::size_t)((at - r.lo) / size), r.number, updater(u).c_str(), u.line);
+                  (std::size_t)((at - r.lo) / size), r.number, updater(u).c_str(), u.line,
+                  across_blocks(u));
     fail_here(what);
 }
 
@@ -158,9 +169,10 @@ inline void note_device_update(T* at, const char* name, int line) {
     char what[900];
     std::snprintf(what, sizeof what, "lost update: the __device__ variable %s is read and written "
                   "on line %d by this thread and (line %d) by %s in this launch with no barrier "
-                  "between them (threads of two blocks never have one): on a GPU the two "
+                  "between them%s: on a GPU the two "
                   "read-modify-writes interleave and one update is lost. Use an atomic: "
-                  "atomicAdd(&%s, 1)", name, line, u->line, updater(*u).c_str(), name);
+                  "atomicAdd(&%s, 1)", name, line, u->line, updater(*u).c_str(), across_blocks(*u),
+                  name);
     fail_here(what);
 }
 
@@ -190,11 +202,11 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
                     char what[900];
                     std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes "
                                   "element %lld of a __device__ array, which %s also updated (line "
-                                  "%d) in this launch with no barrier between them (threads of two "
-                                  "blocks never have one): on a GPU the two read-modify-writes "
-                                  "interleave and one update is lost. Use an atomic "
-                                  "(atomicAdd(&...)), or give each thread its own element", text,
-                                  line, index, updater(*u).c_str(), u->line);
+                                  "%d) in this launch with no barrier between them%s: on a GPU "
+                                  "the two read-modify-writes interleave and one update is lost. "
+                                  "Use an atomic (atomicAdd(&...)), or give each thread its own "
+                                  "element", text, line, index, updater(*u).c_str(), u->line,
+                                  across_blocks(*u));
                     fail_here(what);
                 }
         }
