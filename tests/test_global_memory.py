@@ -208,31 +208,27 @@ def test_fetch_float4_copies_whole_vectors():
     assert np.array_equal(to_host(out), x)
 
 
-@on_cpu
-def test_fetch_float4_past_an_arrays_end_is_named():
-    """reinterpret_cast<float4*>(&x[i])[0] at i = n - 2: the float4's last 8 bytes lie past the
-    array. It once ran silently (inside the 16 bytes the array is padded to)."""
-    with pytest.raises(LaunchError, match=r"thread \(25, 0, 0\): the reinterpret_cast to float4\* "
-                                          r"indexed \[0\] on line \d+ is element 25 of `in` \(408 "
-                                          r"bytes: 25 whole elements of 16 bytes\): its last 8 bytes "
-                                          r"past the end"):
-        kernel("fetch_float4_copy")(1, 32, (np.arange(102, dtype=np.float32), np.zeros(102, np.float32),
-                                            np.int32(102)))
+def floats(n, zeros=False):
+    return np.zeros(n, np.float32) if zeros else np.arange(n, dtype=np.float32)
 
 
 @on_cpu
-def test_pointers_through_a_typedef_or_auto_are_checked():
-    with pytest.raises(LaunchError, match=r"thread \(100, 0, 0\): in\[i \+ 1\] on line \d+ is element "
-                                          r"101 of `in` \(101 elements of 4 bytes\): 1 past its end"):
-        kernel("alias_shift")(1, 128, (np.arange(101, dtype=np.float32), np.zeros(101, np.float32),
-                                       np.int32(101)))
-    with pytest.raises(LaunchError, match=r"row\[0\] on line \d+ is element 100 of `out`"):
-        kernel("alias_shift")(1, 128, (np.arange(102, dtype=np.float32), np.zeros(100, np.float32),
-                                       np.int32(101)))
-
-
-@on_cpu
-def test_an_unsigned_counter_that_wrapped_below_zero_is_named_as_such():
-    with pytest.raises(LaunchError, match=r"x\[i\] on line \d+ is element 4294967295 of `x`.*an "
-                                          r"unsigned int that went below 0 and wrapped"):
-        kernel("reverse_sums")(1, 1, (np.ones(16, np.float32), np.zeros(16, np.float32), np.int32(16)))
+@pytest.mark.parametrize("name, threads, args, says", [
+    # reinterpret_cast<float4*>(&x[i])[0] at i = n - 2: its last 8 bytes lie past the array (it once
+    # ran silently, inside the 16 bytes the array is padded to)
+    ("fetch_float4_copy", 32, (floats(102), floats(102, True), np.int32(102)),
+     r"thread \(25, 0, 0\): the reinterpret_cast to float4\* indexed \[0\] on line \d+ is element 25 "
+     r"of `in` \(408 bytes: 25 whole elements of 16 bytes\): its last 8 bytes past the end"),
+    # pointers whose declarations show no *: a typedef'd parameter, an auto local (once silent)
+    ("alias_shift", 128, (floats(101), floats(101, True), np.int32(101)),
+     r"thread \(100, 0, 0\): in\[i \+ 1\] on line \d+ is element 101 of `in` \(101 elements of 4 "
+     r"bytes\): 1 past its end"),
+    ("alias_shift", 128, (floats(102), floats(100, True), np.int32(101)),
+     r"row\[0\] on line \d+ is element 100 of `out`"),
+    # for (unsigned i = n - 1; i >= 0; --i): once blamed on an int product's overflow
+    ("reverse_sums", 1, (floats(16), floats(16, True), np.int32(16)),
+     r"x\[i\] on line \d+ is element 4294967295 of `x`.*an unsigned int that went below 0 and wrapped"),
+], ids=["fetch_float4", "typedef", "auto", "unsigned"])
+def test_an_index_outside_is_named_however_the_pointer_was_written(name, threads, args, says):
+    with pytest.raises(LaunchError, match=says):
+        kernel(name)(1, threads, args)
