@@ -471,7 +471,7 @@ def test_check_mode_finds_a_lost_update_in_global_memory(check_mode, tmp_path):
     with pytest.raises(LaunchError, match=r"row_totals: block \(0, 0, 0\), thread \(1, 0, 0\): lost "
                                           r"update: total on line 16 reads and writes element 0 of "
                                           r"`totals`, which thread \(0, 0, 0\)"):
-        load_kernel(src, "row_totals")(2, 32, (m, np.zeros(2, np.float32), np.int32(64), np.int32(0)))
+        load_kernel(src, "row_totals")(1, 32, (m, np.zeros(2, np.float32), np.int32(64), np.int32(0)))
     totals = np.zeros(2, np.float32)
     load_kernel(src, "row_totals")(2, 32, (m, totals, np.int32(64), np.int32(1)))
     np.testing.assert_array_equal(totals, 64)

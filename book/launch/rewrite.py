@@ -355,10 +355,6 @@ def _launch_bounds(text: str) -> str:
     return _apply(text, edits)
 
 
-_REFERENCE = re.compile(r"(?<![\w.>])(?:const\s+)?(?:volatile\s+)?(?:unsigned\s+|signed\s+)?"
-                        r"[A-Za-z_]\w*\s*&\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<array>[A-Za-z_]\w*)\s*\[")
-
-
 def _shared_references(text: str, names: set[str]) -> str:
     """``float& mine = s[t];`` of a __shared__ element as ``decltype(auto) mine = s[t];``: the
     element's proxy (a T& where it is untracked), so that its accesses are checked for races as
@@ -367,7 +363,7 @@ def _shared_references(text: str, names: set[str]) -> str:
         return text
     blanked = blank(text)
     edits = []
-    for m in _REFERENCE.finditer(blanked):
+    for m in rewrite_memory.ELEMENT_REFERENCE.finditer(blanked):
         if m.group("array") not in names:
             continue
         end = _operand_end(blanked, m.start("array"), members=False)

@@ -383,9 +383,7 @@ def _cast_elements(text: str) -> str:
                          f"[{blanked[open_ + 1:close - 1]}]")
         edits.append((start, close, f"::cuda_emu::cast_element({text[start:end]}, __LINE__, {shown}, "
                                     f"({text[open_ + 1:close - 1]}), {_access_kind(blanked, start, close)})"))
-    for start, close, new in reversed(edits):
-        text = text[:start] + new + text[close:]
-    return text
+    return _apply(text, edits)
 
 
 def _c_casts(text: str) -> str:
@@ -438,8 +436,11 @@ def _update_end(blanked: str, i: int) -> int:
     return len(blanked)
 
 
-_ELEMENT_REFERENCE = re.compile(r"(?<![\w.>])(?:const\s+)?[A-Za-z_][\w:]*\s*&\s*([A-Za-z_]\w*)\s*="
-                                r"\s*([A-Za-z_]\w*)\s*\[")
+ELEMENT_REFERENCE = re.compile(r"(?<![\w.>])(?:const\s+)?(?:volatile\s+)?(?:unsigned\s+|signed\s+)?"
+                               r"[A-Za-z_][\w:]*\s*&\s*(?P<name>[A-Za-z_]\w*)\s*=\s*"
+                               r"(?P<array>[A-Za-z_]\w*)\s*\[")
+"""A reference bound to an element, ``float& total = totals[b]`` (``name``, ``array``): of an
+array argument here (device_updates), of a __shared__ array in rewrite.py."""
 
 
 def device_updates(text: str) -> str:
@@ -452,8 +453,8 @@ def device_updates(text: str) -> str:
     with no barrier between them lose an update on a GPU (memory.h names them). Line breaks kept."""
     blanked = blank(text)
     scalars = set(_DEVICE_SCALAR.findall(blanked))
-    pointers = set().union(*(names for _, _, names in _functions(blanked))) or set()
-    references = {name for name, array in _ELEMENT_REFERENCE.findall(blanked) if array in pointers}
+    pointers = set().union(*(names for _, _, names in _functions(blanked)))
+    references = {name for name, array in ELEMENT_REFERENCE.findall(blanked) if array in pointers}
     targets = [re.escape(n) for n in sorted(scalars | references)]
     if pointers:
         targets.append(r"(?:" + "|".join(map(re.escape, sorted(pointers))) + r")\s*->\s*[A-Za-z_]\w*")

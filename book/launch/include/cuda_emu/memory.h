@@ -126,16 +126,15 @@ inline const char* across_blocks(const Update& u) {
     return u.block != block ? " (threads of two blocks never have one)" : "";
 }
 
-[[noreturn]] inline void lost_update(const Update& u, const ArgumentRange& r, std::size_t size,
-                                     std::uintptr_t at, const char* text, int line) {
+// `element`: "element 3 of argument #2", "element 3 of a __device__ array".
+[[noreturn]] inline void lost_update(const Update& u, const char* element, const char* text,
+                                     int line) {
     char what[900];
-    std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes element %zu "
-                  "of argument #%u, which %s also updated (line %d) in this launch with no "
-                  "barrier between them%s: on a GPU the two "
-                  "read-modify-writes interleave and one update is lost. Use an atomic "
-                  "(atomicAdd(&...)), or give each thread its own element", text, line,
-                  (std::size_t)((at - r.lo) / size), r.number, updater(u).c_str(), u.line,
-                  across_blocks(u));
+    std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes %s, which %s "
+                  "also updated (line %d) in this launch with no barrier between them%s: on a GPU "
+                  "the two read-modify-writes interleave and one update is lost. Use an atomic "
+                  "(atomicAdd(&...)), or give each thread its own element", text, line, element,
+                  updater(u).c_str(), u.line, across_blocks(u));
     fail_here(what);
 }
 
@@ -157,7 +156,12 @@ inline std::optional<Update> clashing_update(std::uintptr_t at, int line) {
 inline void note_update(std::uintptr_t at, std::size_t size, const char* text, int line) {
     const ArgumentRange r = argument_holding(at);
     if (!r.number) return;  // (a thread's own memory, shared memory: other checks)
-    if (const auto u = clashing_update(at, line)) lost_update(*u, r, size, at, text, line);
+    if (const auto u = clashing_update(at, line)) {
+        char element[64];
+        std::snprintf(element, sizeof element, "element %zu of argument #%u",
+                      (std::size_t)((at - r.lo) / size), r.number);
+        lost_update(*u, element, text, line);
+    }
 }
 
 // `count++` (`count += x`...) of a scalar __device__ variable, in check mode (rewrite_memory's
@@ -199,15 +203,10 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
             const char here = 0;
             if (access == 3 && std::uintptr_t(&p[0]) - std::uintptr_t(&here) + (1u << 24) >= (1u << 25))
                 if (const auto u = clashing_update(std::uintptr_t(&p[index]), line)) {
-                    char what[900];
-                    std::snprintf(what, sizeof what, "lost update: %s on line %d reads and writes "
-                                  "element %lld of a __device__ array, which %s also updated (line "
-                                  "%d) in this launch with no barrier between them%s: on a GPU "
-                                  "the two read-modify-writes interleave and one update is lost. "
-                                  "Use an atomic (atomicAdd(&...)), or give each thread its own "
-                                  "element", text, line, index, updater(*u).c_str(), u->line,
-                                  across_blocks(*u));
-                    fail_here(what);
+                    char element[64];
+                    std::snprintf(element, sizeof element, "element %lld of a __device__ array",
+                                  index);
+                    lost_update(*u, element, text, line);
                 }
         }
         return i;
