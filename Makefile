@@ -56,7 +56,7 @@ prebuild: $(BIN)/.gpu-installed
 ## On a GPU: re-execute every notebook in place (saving results/), then rebuild the book.
 gpu-book: prebuild
 	$(BIN)/python -m book.harness.execute
-	$(BIN)/python -m book.ladder
+	$(BIN)/python -m book.landing
 	$(BIN)/python -m book.harness.site
 	$(BIN)/jupyter-book build -W -n --keep-going .
 

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-from book import ladder, tune  # noqa: E402
+from book import ladder, landing, tune  # noqa: E402
 from book.studies import alternatives, sgemm_report, tf32_models, tf32_report  # noqa: E402
 from book.harness import ceilings, results  # noqa: E402
 from book.harness.plots import (check_readable, loglog_fit_plot, perf_and_bandwidth_plot,  # noqa: E402
@@ -217,7 +217,7 @@ def book_figures():
     yield "09 suite_plot", lambda: sgemm_report.suite_plot(sgemm_report.recorded_suites())
     yield "09 heldout_plot", lambda: sgemm_report.heldout_plot(sgemm_report.recorded_heldout())
     yield "11 ladder_plot", lambda: ladder.ladder_plot(ladder.all_gpus())
-    yield "11 landing_plot", lambda: ladder.landing_plot(ladder.all_gpus())
+    yield "11 landing_plot", lambda: landing.landing_plot(ladder.all_gpus())
 
 
 def test_the_catalogue_holds_every_kind_of_figure_the_notebooks_draw():

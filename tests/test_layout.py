@@ -104,7 +104,7 @@ times its candidates with (its module's sweeps import the progress bars' switch,
 tqdm only where a bar shows; the library makes no bar)."""
 STUDIES_PLOTS_TABLES = ("book.studies", "book.harness.plots", "book.harness.tables",
                         "book.harness.notebook", "book.harness.sources", "book.harness.ceilings",
-                        "book.models", "book.profile", "book.ladder", "book.tune")
+                        "book.models", "book.profile", "book.ladder", "book.landing", "book.tune")
 
 
 def within(name: str, places) -> bool:

@@ -10,7 +10,7 @@ outputs they store are the book's, and carry no bars.
     python -m book.harness.execute 02_naive        # only the notebooks whose names start with these
     python -m book.harness.execute --cold          # as a first run: empty kernel caches
 
-After a run, ``python -m book.ladder`` draws every chapter's "ladder so far" table again from
+After a run, ``python -m book.landing`` draws every chapter's "ladder so far" table again from
 the results files as the whole run left them (and the README's ladder and the landing figure).
 
 ``--cold`` points the book's kernel caches (cubins and the emulator's libraries) and CuPy's at a
