@@ -10,7 +10,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from . import cuda_source
+from . import compiler_log, cuda_source
 
 try:
     import cupy
@@ -98,7 +98,7 @@ class _NoFlushModule:
             notes = path.with_suffix(".json")
             stored = json.loads(notes.read_text())
             self.mapping = stored["mapping"]
-            _warn(cuda_source.compiler_warnings(stored["log"], self.text, "NVRTC"))
+            _warn(compiler_log.compiler_warnings(stored["log"], self.text, "NVRTC"))
             self._raw = cupy.RawModule(path=str(path))
         return self._raw
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cuda_source
+from . import compiler_log, cuda_source
 from .rewrite import checking, emulate_source, unsupported_header  # noqa: F401 (re-exported)
 from .worker import (STACK_KIB, KernelFault, _launch_here, _worker,  # noqa: F401 (re-exported)
                      timeout_limit)
@@ -344,7 +344,7 @@ class CpuModule:
         except CompileError as exc:
             raise CompileError(f"{exc}{missing_builtin_hint(str(exc))}") from None
         log = self.path.with_suffix(".log")
-        self.warnings = cuda_source.compiler_warnings(
+        self.warnings = compiler_log.compiler_warnings(
             log.read_text() if log.exists() else "", text, "the CPU emulator's C++ compiler")
         self.symbols: dict[str, bytes] = {}  # variable -> the bytes set from Python
 

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cuda_source
+from . import compiler_log, cuda_source
 from . import replay as _replay
 from .cubin import (CompilerWarning, _libcuda, _NoFlushModule, _toolchain, _warn,  # noqa: F401
                     gpu_arch, mark_built, marked)
@@ -309,7 +309,7 @@ def _nvrtc_inputs(text: str, source, defines: dict, options: tuple, instance: st
     """NVRTC's options for one build (its -D defines, ``options``, the headers' include paths) and
     its name expressions: the kernels and variables whose names C++ mangles."""
     gpu_options = (tuple(f"-D{k}={v}" for k, v in defines.items()) + tuple(options)
-                   + cuda_source.header_options(text))
+                   + compiler_log.header_options(text))
     mangled = [n for n, d in source.kernels.items()
                if d.template is None and n not in source.problems and not d.extern_c]
     names = tuple(mangled + ([instance] if instance else [])
@@ -338,7 +338,7 @@ def nvrtc_attributes(source: str | Path, name: str, defines: dict | None = None,
     occupancy, on any backend."""
     path, text, gpu_options, names = _nvrtc_build(source, defines, options)
     try:
-        report = cuda_source.ptxas_report(text, path.name, gpu_options, CPU_ARCH, names)
+        report = compiler_log.ptxas_report(text, path.name, gpu_options, CPU_ARCH, names)
     except KernelSourceError as exc:
         raise KernelCompileError(str(exc)) from None
     if name not in report:
@@ -407,7 +407,7 @@ class _Module:
                 self._functions[name] = self._raw.get_function(name)
             except cupy.cuda.compiler.CompileException as exc:
                 raise KernelCompileError(f"{self.filename} does not compile (NVRTC, for {name}):\n"
-                                         f"{exc}{cuda_source.compile_hint(str(exc))}") from None
+                                         f"{exc}{compiler_log.compile_hint(str(exc))}") from None
         return self._functions[name]
 
     def _report_or_compile_error(self, debug: bool = False):
@@ -428,7 +428,7 @@ class _Module:
                 arch = "sm_" + cupy.cuda.Device().compute_capability
             options = self.gpu_options + (("-G",) if debug else ())
             try:
-                setattr(self, attr, cuda_source.ptxas_report(self.text, self.filename, options, arch,
+                setattr(self, attr, compiler_log.ptxas_report(self.text, self.filename, options, arch,
                                                              self.names))
             except KernelSourceError as exc:
                 raise KernelCompileError(str(exc)) from None

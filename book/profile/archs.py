@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
-from ..launch import cuda_source
+from ..launch import compiler_log, cuda_source
 from ..launch.cuda_source import KernelSourceError
 from ..registry import cc_text
 
@@ -54,7 +54,7 @@ def _compile(source: str, defines: tuple, options: tuple, arch: str) -> dict | s
         defaults = cuda_source.default_defines(text)  # (as load_kernel: the same build without)
         flags = tuple(f"-D{k}={v}" for k, v in defines if defaults.get(str(k)) != str(v)) + options
         try:
-            _built[key] = cuda_source.ptxas_report(text, path.name, flags, arch)
+            _built[key] = compiler_log.ptxas_report(text, path.name, flags, arch)
         except KernelSourceError as exc:
             errors = [line for line in str(exc).splitlines() if "error" in line]
             _built[key] = (errors or str(exc).splitlines()[-1:])[0].strip()
