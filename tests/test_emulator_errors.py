@@ -43,7 +43,7 @@ def test_shuffle_reading_an_exited_lane():
     its value, which a GPU leaves undefined."""
     with pytest.raises(LaunchError, match=(
             r"shfl_after_exit: block \(0, 0, 0\), thread \(30, 0, 0\): a __shfl\*_sync at line 22 "
-            r"reads lane 31, which has exited: on a GPU the value is undefined")):
+            r"reads lane 31, which finished the kernel without calling it .*: on a GPU the value is undefined")):
         bug("shfl_after_exit")(1, 32, (np.zeros(32, np.float32),))
     still_works()
 
@@ -337,11 +337,23 @@ def test_a_worker_that_may_not_open_proc_gets_a_named_arena(monkeypatch):
         emulator._Arena.named = False
 
 
+def test_a_full_mask_shuffle_in_a_branch_half_the_warp_skips_is_named():
+    from conftest import SEMANTICS
+    line = next(i for i, t in enumerate(SEMANTICS.read_text().splitlines(), 1) if "the branch's shuffle" in t)
+    with pytest.raises(LaunchError, match=(
+            rf"shfl_in_branch: block \(0, 0, 0\), thread \(8, 0, 0\): a __shfl\*_sync at line {line} "
+            r"reads lane 16, which finished the kernel without calling it \(it returned early, or a "
+            r"branch such as `if \(threadIdx.x < 16\)` skipped the call\): on a GPU the value is "
+            r"undefined")):
+        load_kernel(SEMANTICS, "shfl_in_branch")(1, 32, (np.ones(32, np.float32), np.zeros(32, np.float32)))
+    still_works()
+
+
 def test_a_shuffle_that_reads_a_lane_which_has_exited_is_named():
     from conftest import SEMANTICS
     with pytest.raises(LaunchError, match=(
             r"shfl_from_exited: block \(0, 0, 0\), thread \(4, 0, 0\): a __shfl\*_sync at line \d+ "
-            r"reads lane 20, which has exited: on a GPU the value is undefined")):
+            r"reads lane 20, which finished the kernel without calling it .*: on a GPU the value is undefined")):
         load_kernel(SEMANTICS, "shfl_from_exited")(1, 32, (np.zeros(32, np.int32),
                                                            np.zeros(32, np.int32), np.int32(20)))
     still_works()

@@ -133,10 +133,22 @@ def test_check_mode_allows_a_volatile_flag_between_warps(check_mode):
 @emulator_only
 def test_check_mode_finds_a_race_on_a_shared_scalar(check_mode):
     with pytest.raises(LaunchError, match=(
-            r"scalar_race: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: this "
-            r"thread reads sum, which thread \(0, 0, 0\) wrote with no __syncthreads\(\) between "
-            r"them")):
+            r"scalar_race: block \(0, 0, 0\), thread \(1, 0, 0\): lost update on shared memory: "
+            r"this thread's \+= of sum \(a read, then a write\) follows thread \(0, 0, 0\)'s write "
+            r"of it with neither a barrier nor an atomic between them: .* Make it an atomic "
+            r"\(atomicAdd\(&x, 1\) for x\+\+")):
         kernel("scalar_race")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))
+
+
+@emulator_only
+def test_check_mode_names_a_plain_count_in_shared_memory_a_lost_update(check_mode):
+    """s[bin] += 1 by threads that share a bin: the way out is an atomic, not a barrier."""
+    x, bins = np.arange(64, dtype=np.int32), np.zeros(16, np.int32)
+    with pytest.raises(LaunchError, match=(
+            r"shared_histogram_plain: block \(0, 0, 0\), thread \(16, 0, 0\): lost update on shared "
+            r"memory: this thread's \+= of s\[0\] \(a read, then a write\) follows thread "
+            rf"\(0, 0, 0\)'s write of it .* \(line {line_of('the plain count')}\): on a GPU")):
+        kernel("shared_histogram_plain")((1,), (64,), (x, bins))
 
 
 @emulator_only

@@ -162,3 +162,11 @@ extern "C" __global__ void shfl_from_exited(const int* x, int* out, int n) {
     if (i >= n) return;
     out[i] = __shfl_down_sync(0xffffffffu, x[i], 16);
 }
+
+// A full-mask shuffle inside a branch only half the warp takes: lanes 16-31 skip the call (and
+// finish the kernel), so lane 8's read of lane 16 is undefined on a GPU.
+extern "C" __global__ void shfl_in_branch(const float* x, float* out) {
+    float v = x[threadIdx.x];
+    if (threadIdx.x < 16) v += __shfl_down_sync(0xffffffffu, v, 8);  // the branch's shuffle
+    out[threadIdx.x] = v;
+}

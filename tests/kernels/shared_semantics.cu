@@ -295,3 +295,14 @@ extern "C" __global__ void shared_histogram(const int* x, int* bins, int zero) {
     __syncthreads();
     if (threadIdx.x < 16) bins[threadIdx.x] = s[threadIdx.x];
 }
+
+// The histogram with a plain `+= 1` in place of the atomic: threads that share a bin lose each
+// other's counts on a GPU (a lost update, which no barrier fixes).
+extern "C" __global__ void shared_histogram_plain(const int* x, int* bins) {
+    __shared__ int s[16];
+    if (threadIdx.x < 16) s[threadIdx.x] = 0;
+    __syncthreads();
+    s[x[threadIdx.x] & 15] += 1;  // the plain count
+    __syncthreads();
+    if (threadIdx.x < 16) bins[threadIdx.x] = s[threadIdx.x];
+}

@@ -399,11 +399,16 @@ inline bool release_warps(std::vector<Fiber>& fibers) {
                 Fiber& g = fibers[base + l];
                 if (g.op == SHFL) {
                     if (!(live >> g.src & 1u)) {  // on a GPU: an undefined value
-                        char what[512];
+                        char what[900];
                         if (f.mask >> g.src & 1u)  // in the mask, but exited
                             std::snprintf(what, sizeof what, "block (%u, %u, %u), thread (%u, %u, "
-                                          "%u): a __shfl*_sync at line %d reads lane %u, which has "
-                                          "exited: on a GPU the value is undefined", block_idx.x,
+                                          "%u): a __shfl*_sync at line %d reads lane %u, which "
+                                          "finished the kernel without calling it (it returned "
+                                          "early, or a branch such as `if (threadIdx.x < 16)` "
+                                          "skipped the call): on a GPU the value is undefined. "
+                                          "Read only lanes that call it too (every lane of the "
+                                          "mask, with the branch inside: `v = lane < 16 ? v + w "
+                                          ": v` after the shuffle)", block_idx.x,
                                           block_idx.y, block_idx.z, g.tid.x, g.tid.y, g.tid.z,
                                           g.line, g.src);
                         else

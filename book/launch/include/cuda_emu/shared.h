@@ -167,6 +167,11 @@ inline int element_text(char* out, std::size_t size, const SharedInfo& a, std::s
     return n;
 }
 
+// The read-modify-write (`++`, `+=`...) of a tracked element this fiber is in, if any: a clash
+// found in one is a lost update, whose way out is an atomic, not a barrier.
+inline thread_local const char* updating = nullptr;
+inline thread_local const void* updating_at = nullptr;  // the Place of its element
+
 [[noreturn]] inline void report_access(const Place& at, bool write, bool is_volatile,
                                        const char* clash, int other) {
     char element[96], what[900];
@@ -176,6 +181,22 @@ inline int element_text(char* out, std::size_t size, const SharedInfo& a, std::s
     else if (at.name) std::snprintf(element, sizeof element, "%s[%lld]", at.name, at.index);
     else element_text(element, sizeof element, *at.info, at.slot);
     int n;
+    if (clash && updating && updating_at == &at && !is_volatile && !std::strcmp(clash, "wrote")) {
+        // two threads' `count++`: no barrier can fix it
+        const unsigned bx = block_dim.x, by = block_dim.y;
+        n = std::snprintf(what, sizeof what, "lost update on shared memory: this thread's %s of "
+                          "%s (a read, then a write) follows thread (%u, %u, %u)'s write of it with "
+                          "neither a barrier nor an atomic between them", updating, element,
+                          unsigned(other) % bx, unsigned(other) / bx % by, unsigned(other) / (bx * by));
+        if (at.line) n += std::snprintf(what + n, sizeof what - n, " (line %d)", at.line);
+        std::snprintf(what + n, sizeof what - n, ": on a GPU, threads that update one element at "
+                      "once overwrite each other's updates, and the total comes out short. Make it "
+                      "an atomic (atomicAdd(&x, 1) for x++, atomicAdd(&x, v) for x += v; atomicMax, "
+                      "atomicOr...), or give each thread its own element and add them up after a "
+                      "__syncthreads()");
+        updating = nullptr;
+        fail_here(what);
+    }
     if (clash) {
         const unsigned bx = block_dim.x, by = block_dim.y;
         n = std::snprintf(what, sizeof what, "race on shared memory: this thread %s %s, which "
@@ -321,8 +342,15 @@ struct shared_ref {
     }
     const shared_ref& operator=(value_type v) const { set(v); return *this; }
     const shared_ref& operator=(const shared_ref& o) const { set(o.get()); return *this; }
+    struct Update {  // marks the read and write between as one read-modify-write (`updating`)
+        Update(const char* op, const Place& at) {
+            if constexpr (kCheck) updating = op, updating_at = &at;
+        }
+        ~Update() { if constexpr (kCheck) updating = nullptr, updating_at = nullptr; }
+    };
 #define CUDA_EMU_COMPOUND(op)                                                            \
     template <class V> const shared_ref& operator op(const V& v) const {                \
+        Update u(#op, at);                                                                   \
         value_type x = get();                                                            \
         x op v;                                                                          \
         set(x);                                                                          \
@@ -330,10 +358,10 @@ struct shared_ref {
     }
     CUDA_EMU_COMPOUND_OPS(CUDA_EMU_COMPOUND)
 #undef CUDA_EMU_COMPOUND
-    const shared_ref& operator++() const { value_type x = get(); set(++x); return *this; }
-    const shared_ref& operator--() const { value_type x = get(); set(--x); return *this; }
-    value_type operator++(int) const { value_type x = get(), y = x; set(++y); return x; }
-    value_type operator--(int) const { value_type x = get(), y = x; set(--y); return x; }
+    const shared_ref& operator++() const { Update u("++", at); value_type x = get(); set(++x); return *this; }
+    const shared_ref& operator--() const { Update u("--", at); value_type x = get(); set(--x); return *this; }
+    value_type operator++(int) const { Update u("++", at); value_type x = get(), y = x; set(++y); return x; }
+    value_type operator--(int) const { Update u("--", at); value_type x = get(), y = x; set(--y); return x; }
     value_type operator->() const requires std::is_pointer_v<value_type> { return get(); }
 };
 
