@@ -1,5 +1,7 @@
 """Legal CUDA a learner writes -- atomics with literals of another type, shared-memory atomics,
 the math API's intrinsics, block-wide votes -- accepted and right on whichever backend runs."""
+import re
+
 import numpy as np
 import pytest
 
@@ -428,3 +430,89 @@ def test_helper_math_operators_compile_beside_a_device_variable():
     y = xp.zeros(4, dtype=xp.float32)
     load_kernel(LEARNER, "add_offsets")(1, 4, (to_device(np.array([1, 1, 1], np.float32)), y))
     assert to_host(y).tolist() == [15.0] * 4
+
+
+def learner_line(marker: str) -> int:
+    return next(i for i, text in enumerate(LEARNER.read_text().splitlines(), 1) if marker in text)
+
+
+@pytest.fixture
+def check_mode(monkeypatch):
+    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check (a GPU goes on silently)")
+@pytest.mark.parametrize("name, threads, args, message", [
+    ("local_histogram", 8, lambda: (np.r_[np.zeros(40, np.int32), [4], np.zeros(23, np.int32)].astype(np.int32),
+                                 np.zeros(8, np.int32), np.int32(8)),
+     r"thread \(5, 0, 0\): index 4 is out of bounds for an array of type 'int \[4\]' "
+     r"\(learner.cu, line {the local histogram}\): a local array, or an array member of a struct"),
+    ("fill_tile", 33, lambda: (np.ones(33, np.float32), np.zeros(1, np.float32)),
+     r"thread \(32, 0, 0\): index 32 is out of bounds for an array of type 'float \[32\]' "
+     r"\(learner.cu, line {the member's fill}\)"),
+    ("buckets", 8, lambda: (np.arange(8, dtype=np.int64), np.zeros(8, np.int32), np.int64(0), np.int32(8)),
+     r"integer division by zero: a / or % of 'long long int' by 0 \(learner.cu, line {the modulus}\)"),
+])
+def test_check_mode_stops_undefined_behaviour_at_its_line(check_mode, name, threads, args, message):
+    """A local or member array indexed past its end, an integer division by zero: C++ leaves them
+    undefined and a GPU goes on silently (or with any value); the check mode's build stops at the
+    line (-fsanitize=bounds,integer-divide-by-zero, bound to the emulator's handlers)."""
+    from book.launch import emulator
+    if not emulator._shift_check():
+        pytest.skip("the C++ compiler builds without -fsanitize (zig)")
+    marker = re.search(r"\{(.+?)\}", message).group(1)
+    with pytest.raises(LaunchError, match=message.replace("{" + marker + "}", str(learner_line(marker)))):
+        load_kernel(LEARNER, name)(1, threads, args())
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check (a GPU faults with no line)")
+def test_a_null_pointer_is_named_with_its_line():
+    with pytest.raises(LaunchError, match=(
+            rf"dst\[i\] on line {learner_line('the null write')} goes through a null pointer "
+            r"\(address 0x0\): it was never set to an array")):
+        load_kernel(LEARNER, "pick_output")(1, 8, (np.zeros(8, np.float32), np.zeros(8, np.float32),
+                                                   np.int32(2), np.int32(8)))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check (a GPU reads on silently)")
+def test_ldg_of_one_past_the_end_is_a_read_past_the_end():
+    """&x[n] is a legal address, but __ldg(&x[n]) reads it."""
+    with pytest.raises(LaunchError, match=(
+            rf"x\[i \+ 1\] on line {learner_line('the __ldg')} is element 16 of `x` "
+            r"\(16 elements of 4 bytes\): 1 past its end")):
+        load_kernel(LEARNER, "forward_difference")(1, 16, (np.arange(16, dtype=np.float32),
+                                                           np.zeros(16, np.float32), np.int32(16)))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="on a GPU a misaligned address ends the CUDA context")
+def test_a_misaligned_half2_says_which_index_of_a_half_array_is_aligned():
+    with pytest.raises(LaunchError, match=(
+            rf"the reinterpret_cast to __half2\* on line {learner_line('the half2 cast')} gives "
+            r"an address 2 bytes past a 4-byte boundary .* The operand points to elements of 2 "
+            r"bytes: to cast &x\[i\] so, i must be a multiple of 2\.")):
+        load_kernel(LEARNER, "half_pair_sums")(1, 4, (np.ones(9, np.float16), np.zeros(4, np.float32),
+                                                      np.int32(4)))
+
+
+@pytest.mark.parametrize("check", ["0", "1"])
+def test_a_spin_lock_orders_the_updates_it_guards(monkeypatch, check):
+    """CUDA by Example's lock (atomicCAS to take it, atomicExch to give it back) around a plain
+    `total += sum`, one thread a block: legal, and no lost update in check mode."""
+    monkeypatch.setenv("BOOK_EMU_CHECK", check)
+    x = np.random.default_rng(0).standard_normal(300).astype(np.float32)
+    total, mutex = xp.zeros(1, dtype=xp.float32), xp.zeros(1, dtype=xp.int32)
+    load_kernel(LEARNER, "locked_total")(5, 64, (to_device(x), total, mutex, np.int32(300)))
+    assert abs(float(to_host(total)[0]) - float(x.astype(np.float64).sum())) < 1e-4
+
+
+def test_bfloat16_arrays_are_passed_as_their_bits():
+    """__nv_bfloat16* takes a NumPy uint16 array (bfloat16's bits: NumPy has no bfloat16)."""
+    def bf16(a):  # round to nearest even, as __float2bfloat16 does
+        u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    x, y = np.linspace(-2, 2, 40, dtype=np.float32), np.linspace(1, 3, 40, dtype=np.float32)
+    yb = to_device(bf16(y))
+    load_kernel(LEARNER, "bf16_axpy")(1, 64, (to_device(bf16(x)), yb, np.float32(0.5), np.int32(40)))
+    as_float = lambda b: (b.astype(np.uint32) << 16).view(np.float32)  # noqa: E731
+    want = bf16(0.5 * as_float(bf16(x)) + as_float(bf16(y)))
+    np.testing.assert_array_equal(to_host(yb), want)

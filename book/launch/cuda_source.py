@@ -29,6 +29,7 @@ KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
 SCALAR_TYPES = {
     "float": np.float32, "double": np.float64, "bool": np.bool_,
     "__half": np.float16, "half": np.float16,
+    "__nv_bfloat16": np.uint16, "nv_bfloat16": np.uint16,  # (NumPy has no bfloat16: its bits)
     "int": np.int32, "unsigned": np.uint32, "unsigned int": np.uint32,
     "long": np.int64, "unsigned long": np.uint64,
     "long long": np.int64, "long long int": np.int64,
@@ -40,7 +41,8 @@ SCALAR_TYPES = {
     "size_t": np.uint64, "ptrdiff_t": np.int64, "ssize_t": np.int64, "intptr_t": np.int64,
     "uintptr_t": np.uint64, "intmax_t": np.int64, "uintmax_t": np.uint64,
 }
-VECTOR_TYPES = {"__half2": (np.float16, 2), "half2": (np.float16, 2)}
+VECTOR_TYPES = {"__half2": (np.float16, 2), "half2": (np.float16, 2),
+                "__nv_bfloat162": (np.uint16, 2), "nv_bfloat162": (np.uint16, 2)}
 """CUDA's vector types beyond the pattern char1 .. double4 (_VECTOR): element type and count."""
 _VECTOR = re.compile(r"(u?)(char|short|int|long|longlong|float|double)([1-4])")
 _VECTOR_ELEMENT = {"char": np.int8, "short": np.int16, "int": np.int32, "long": np.int64,
@@ -388,7 +390,8 @@ def _parse_param(text: str, index: int, kernel: str, aliases: dict[str, str]) ->
         problem = f"{where} cannot be read"
     elif stars and kind == "struct":
         problem = (f"{where} points to {base}, a type whose arrays the launcher cannot check: "
-                   f"pass arrays of float, double, integer, half or vector types (float4...), "
+                   f"pass arrays of float, double, integer, half, bfloat16 (as uint16 bits) or vector types "
+                   f"(float4...), "
                    f"or void* for any array")
     return Param(name=name, ctype=ctype, base=base, pointer=bool(stars), kind=kind, problem=problem)
 

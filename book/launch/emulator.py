@@ -147,14 +147,18 @@ def base_flags(check: bool) -> tuple[str, ...]:
 
 
 def _shift_check() -> tuple[str, ...]:
-    """The check mode's flags that stop a shift by the width or more at its line (builtins.h's
-    handlers): g++ and clang, not zig's (whose runtime is not libubsan's)."""
+    """The check mode's flags that stop, at their line, what C++ leaves undefined and a GPU
+    does not do as this CPU does (builtins.h's handlers): a shift by the width or more, an index
+    past a local or member array of known size (`int hist[4]; hist[k]`, `s.v[32]` of a
+    __shared__ struct), an integer division by zero. g++ and clang, not zig's (whose runtime is
+    not libubsan's)."""
     if any("ziglang" in part for part in compiler()[0]):
         return ()
     return SHIFT_CHECK
 
 
-SHIFT_CHECK = ("-fsanitize=shift-exponent", "-fno-sanitize-recover=shift-exponent", "-Wl,--as-needed")
+UB_CHECKED = "shift-exponent,bounds,integer-divide-by-zero"
+SHIFT_CHECK = (f"-fsanitize={UB_CHECKED}", f"-fno-sanitize-recover={UB_CHECKED}", "-Wl,--as-needed")
 
 
 def precompiled_header(base: tuple[str, ...]) -> tuple[str, ...]:

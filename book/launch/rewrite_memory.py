@@ -234,6 +234,8 @@ def binary_amp(blanked: str, amp: int) -> bool:
 
 
 _COMPOUND = re.compile(r"\s*(?:[-+*/%&|^]|<<|>>)=")
+_LOAD_CALL = re.compile(r"\b__ld(?:g|cg|ca|cs|lu|cv)\s*\(\s*$")
+"""The load intrinsics, whose argument ``&x[i]`` is read: ``__ldg(&x[i])`` is ``x[i]``."""
 
 
 def _access_kind(blanked: str, start: int, close: int) -> int:
@@ -241,12 +243,16 @@ def _access_kind(blanked: str, start: int, close: int) -> int:
     tracking of shared memory reached through a pointer (memory.h's ``Access``): 1 a read, 2 a
     write (``p[i] = x``), 3 both (``p[i] += x``, ``++p[i]``), 0 not tracked (its address taken,
     a member or a further index: what it reaches is not known here), 4 its address taken
-    (``&p[i]``: one past the end is a legal address, ``&x[n]`` as a loop's end)."""
+    (``&p[i]``: one past the end is a legal address, ``&x[n]`` as a loop's end; but
+    ``__ldg(&p[i])`` is a read)."""
     after, before = blanked[close:close + 4].lstrip(), blanked[:start].rstrip()
     if after[:1] in (".", "[") or after.startswith("->"):
         return 0
     if before.endswith("&") and not before.endswith("&&"):
-        return 0 if binary_amp(blanked, len(before) - 1) else 4
+        if binary_amp(blanked, len(before) - 1):
+            return 0
+        # __ldg(&x[i]) reads x[i] (its end is no legal read); any other &x[i] is an address
+        return 1 if _LOAD_CALL.search(before[:-1]) and after.startswith(")") else 4
     if after.startswith(("++", "--")) or before.endswith(("++", "--")) or \
             _COMPOUND.match(blanked, close):
         return 3

@@ -383,7 +383,8 @@ class _Module:
             if missing:
                 raise KernelCompileError(f"{self.filename} includes {missing}, a CUDA library "
                                          f"header the CPU emulator does not provide (it runs "
-                                         f"CUDA C with float, double, integer and cuda_fp16.h's "
+                                         f"CUDA C with float, double, integer, cuda_fp16.h's and "
+                                         f"cuda_bf16.h's "
                                          f"half types, and the book's TF32 tensor-core "
                                          f"instructions): run this kernel "
                                          f"on a GPU, or do without {missing}")

@@ -317,3 +317,80 @@ extern "C" __global__ void add_offsets(const float* x, float* y) {
     v = v + offset3;
     y[threadIdx.x] = (v == make_float3(x[0] + 2.0f, x[1] + 4.0f, x[2] + 6.0f)) ? v.x + v.y + v.z : -1.0f;
 }
+
+// ---- a fourth learner batch: undefined behaviour the check mode stops at its line -------------
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// A per-thread histogram of 4 bins indexed by the data: a value of 4 writes hist[4].
+extern "C" __global__ void local_histogram(const int* v, int* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int hist[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 8; ++k) hist[v[i * 8 + k]]++;  // the local histogram
+    out[i] = hist[0] * 1000 + hist[1] * 100 + hist[2] * 10 + hist[3];
+}
+
+// A __shared__ struct whose member array one thread too many fills.
+struct Tile { float v[32]; int count; };
+extern "C" __global__ void fill_tile(const float* x, float* out) {
+    __shared__ Tile tile;
+    if (threadIdx.x == 0) tile.count = 0;
+    __syncthreads();
+    tile.v[threadIdx.x] = x[threadIdx.x];  // the member's fill
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = tile.v[0] + tile.count;
+}
+
+// Buckets by a modulus the caller may pass as 0.
+extern "C" __global__ void buckets(const long long* keys, int* out, long long nbuckets, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = int(keys[i] % nbuckets);  // the modulus
+}
+
+// A pointer that a branch not taken leaves null.
+extern "C" __global__ void pick_output(float* a, float* b, int which, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float* dst = nullptr;
+    if (which == 1) dst = b;
+    else if (which == 0) dst = a;
+    dst[i] = 1.0f;  // the null write
+}
+
+// __ldg(&x[i + 1]) reads x[n] at the last thread (the address is legal, the read is not).
+extern "C" __global__ void forward_difference(const float* x, float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __ldg(&x[i + 1]) - __ldg(&x[i]);  // the __ldg
+}
+
+// half2 loads from h + 1: a 4-byte type at a 2-byte offset.
+extern "C" __global__ void half_pair_sums(const __half* h, float* out, int npairs) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= npairs) return;
+    const __half2 v = reinterpret_cast<const __half2*>(h + 1)[i];  // the half2 cast
+    out[i] = __low2float(v) + __high2float(v);
+}
+
+// Legal: CUDA by Example's spin lock around a plain read-modify-write, one thread a block.
+__device__ void lock(int* m) { while (atomicCAS(m, 0, 1) != 0) {} __threadfence(); }
+__device__ void unlock(int* m) { __threadfence(); atomicExch(m, 0); }
+extern "C" __global__ void locked_total(const float* x, float* total, int* mutex, int n) {
+    __shared__ float s[64];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int k = 0; k < 64; ++k) sum += s[k];
+        lock(mutex);
+        total[0] += sum;  // under the lock
+        unlock(mutex);
+    }
+}
+
+// Legal: bfloat16 arrays (their bits as uint16 from NumPy), through cuda_bf16.h.
+extern "C" __global__ void bf16_axpy(const __nv_bfloat16* x, __nv_bfloat16* y, float a, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __float2bfloat16(a * __bfloat162float(x[i]) + __bfloat162float(y[i]));
+}

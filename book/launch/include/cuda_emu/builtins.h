@@ -83,8 +83,13 @@ template <class T, class V> inline T atomicSub(T* p, V v) {
 // atomicExch and atomicCAS are what a spin lock spins on (while (atomicCAS(&lock, 0, 1)) {}):
 // a thread that repeats one on the same address lets the others run (yield_if_spinning), so that
 // the holder of the lock can release it, as a GPU's other warps would.
+// A thread that wins atomicCAS(m, 0, v) on an integer holds a lock until its next atomicExch:
+// the check mode takes the read-modify-writes it makes meanwhile as ordered by the lock
+// (CUDA by Example's lock around a plain `sum += x`), not as lost updates (memory.h).
 template <class T, class V> inline T atomicExch(T* p, V v) {
     ::cuda_emu::yield_if_spinning(p);
+    if constexpr (::cuda_emu::kCheck && std::is_integral_v<T>)
+        if (auto* f = ::cuda_emu::worker ? ::cuda_emu::worker->current : nullptr; f && f->locks) --f->locks;
     return std::atomic_ref<T>(*p).exchange(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicAnd(T* p, V v) {
@@ -99,7 +104,10 @@ template <class T, class V> inline T atomicXor(T* p, V v) {
 template <class T, class U, class V> inline T atomicCAS(T* p, U expected_in, V desired) {
     ::cuda_emu::yield_if_spinning(p);
     T expected = static_cast<T>(expected_in);
-    std::atomic_ref<T>(*p).compare_exchange_strong(expected, static_cast<T>(desired));
+    const bool won = std::atomic_ref<T>(*p).compare_exchange_strong(expected, static_cast<T>(desired));
+    if constexpr (::cuda_emu::kCheck && std::is_integral_v<T>)
+        if (won && expected == T(0) && static_cast<T>(desired) != T(0))
+            if (auto* f = ::cuda_emu::worker ? ::cuda_emu::worker->current : nullptr) ++f->locks;
     return expected;  // the old value, whether or not it was replaced
 }
 template <class T, class V> inline T atomicMax(T* p, V value) {
@@ -513,6 +521,8 @@ namespace cuda_emu::ubsan {
 struct Location { const char* file; std::uint32_t line, column; };
 struct Type { std::uint16_t kind, info; char name[1]; };
 struct Shift { Location at; const Type* lhs; const Type* rhs; };
+struct OutOfBounds { Location at; const Type* array; const Type* index; };
+struct Overflow { Location at; const Type* type; };
 inline long long value(const Type* t, std::uintptr_t v) {  // an integer of up to 64 bits, inline
     unsigned bits = 1u << (t->info >> 1);
     if (!(t->info & 1) || bits >= 64) return static_cast<long long>(v);
@@ -536,4 +546,43 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_s
 extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_shift_out_of_bounds(
     ::cuda_emu::ubsan::Shift* s, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
     __ubsan_handle_shift_out_of_bounds_abort(s, lhs, rhs);
+}
+
+// An index past a local or member array whose size the type gives (-fsanitize=bounds): `int
+// hist[4]; hist[k]` at k = 4, `s.v[32]` of a __shared__ struct's float v[32]. On a GPU the
+// access lands in the thread's other locals or the struct's next member, silently.
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_out_of_bounds_abort(
+    ::cuda_emu::ubsan::OutOfBounds* d, std::uintptr_t index) noexcept {
+    if (::cuda_emu::worker == nullptr || ::cuda_emu::worker->current == nullptr) std::abort();
+    char what[768];
+    std::snprintf(what, sizeof what,
+                  "index %lld is out of bounds for an array of type %s (%s, line %u): a local "
+                  "array, or an array member of a struct, indexed past its end (or below 0); on a "
+                  "GPU the access lands on whatever lies beside it (the thread's other variables, "
+                  "the struct's next member), silently",
+                  ::cuda_emu::ubsan::value(d->index, index), d->array->name, d->at.file, d->at.line);
+    ::cuda_emu::fail_here(what);
+}
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_out_of_bounds(
+    ::cuda_emu::ubsan::OutOfBounds* d, std::uintptr_t index) noexcept {
+    __ubsan_handle_out_of_bounds_abort(d, index);
+}
+
+// An integer division or remainder by zero (-fsanitize=integer-divide-by-zero): undefined in
+// C++ and on a GPU (which gives some value and goes on); this CPU would stop with SIGFPE and no
+// line.
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_divrem_overflow_abort(
+    ::cuda_emu::ubsan::Overflow* d, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
+    (void)lhs, (void)rhs;
+    if (::cuda_emu::worker == nullptr || ::cuda_emu::worker->current == nullptr) std::abort();
+    char what[512];
+    std::snprintf(what, sizeof what,
+                  "integer division by zero: a / or %% of %s by 0 (%s, line %u); on a GPU the result "
+                  "is undefined. Guard the divisor (`d != 0 ? x / d : ...`)", d->type->name,
+                  d->at.file, d->at.line);
+    ::cuda_emu::fail_here(what);
+}
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_divrem_overflow(
+    ::cuda_emu::ubsan::Overflow* d, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
+    __ubsan_handle_divrem_overflow_abort(d, lhs, rhs);
 }

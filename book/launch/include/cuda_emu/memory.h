@@ -104,6 +104,7 @@ template <class T>
 struct Update {
     unsigned launch, block, epoch;
     int thread, line;
+    bool locked;  // made while its thread held a spin lock (builtins.h's atomicCAS)
 };
 inline std::mutex updates_lock;
 inline std::unordered_map<std::uintptr_t, Update> updates;
@@ -142,13 +143,15 @@ inline const char* across_blocks(const Update& u) {
 // no barrier between), else nullopt; this thread's is kept as the last.
 inline std::optional<Update> clashing_update(std::uintptr_t at, int line) {
     const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
-    const Update mine{launches, block, block_epoch, int(worker->current->index), line};
+    const Update mine{launches, block, block_epoch, int(worker->current->index), line,
+                      worker->current->locks > 0};
     std::lock_guard<std::mutex> hold(updates_lock);
     if (updates_launch != launches) updates.clear(), updates_launch = launches;
     auto [it, fresh] = updates.try_emplace(at, mine);
     if (fresh) return std::nullopt;
     const Update u = it->second;
     it->second = mine;
+    if (u.locked && mine.locked) return std::nullopt;  // (one lock, presumably, orders them)
     if (u.block != block || (u.thread != mine.thread && u.epoch == block_epoch)) return u;
     return std::nullopt;
 }
@@ -232,6 +235,14 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
         index_launch = launches;
         const ArgumentRange r = argument_holding(base);
         if (!r.number) {  // shared memory, a local array, a pointer of the caller's own
+            if (base < 4096) {  // (the null page: no array starts there)
+                char what[512];
+                std::snprintf(what, sizeof what, "%s on line %d goes through a null pointer "
+                              "(address 0x%llx): it was never set to an array -- a nullptr that "
+                              "a branch not taken left, or a pointer variable never assigned",
+                              text, line, (unsigned long long)base);
+                fail_here(what);
+            }
             index_miss_page = base >> 12;
             return i;
         }
@@ -303,13 +314,18 @@ inline T checked_cast(const char* type, int line, P&& operand) {
                 char what[640];
                 const char* how = kind == 0 ? "reinterpret_cast" : kind == 1 ? "static_cast"
                                                                               : "cast";
-                std::snprintf(what, sizeof what, "misaligned address: the %s to %s* on line %d "
-                              "gives an address %zu bytes past a %zu-byte boundary (counted from "
-                              "its array's start, as a GPU's arrays start on 256 bytes), and a %s "
-                              "must start on one: on a GPU the launch fails with 'misaligned "
-                              "address'. To cast &x[i] of a float or int array so, i must be a "
-                              "multiple of %zu.", how, type, line, (std::size_t)(at % alignof(V)),
-                              alignof(V), type, alignof(V) / 4 ? alignof(V) / 4 : 1);
+                using W = std::remove_cv_t<std::remove_pointer_t<Q>>;  // what the operand points to
+                constexpr std::size_t from = std::is_void_v<W> || std::is_function_v<W> ? 1 : sizeof(W);
+                const int n = std::snprintf(
+                    what, sizeof what, "misaligned address: the %s to %s* on line %d gives an "
+                    "address %zu bytes past a %zu-byte boundary (counted from its array's start, "
+                    "as a GPU's arrays start on 256 bytes), and every %s* must point to a multiple of "
+                    "%zu bytes: on a GPU the launch fails with 'misaligned address'.", how, type,
+                    line, (std::size_t)(at % alignof(V)), alignof(V), type, alignof(V));
+                if (from < alignof(V))
+                    std::snprintf(what + n, sizeof what - n, " The operand points to elements of "
+                                  "%zu byte%s: to cast &x[i] so, i must be a multiple of %zu.", from,
+                                  from == 1 ? "" : "s", alignof(V) / from);
                 fail_here(what);
             }
         }

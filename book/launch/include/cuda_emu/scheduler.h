@@ -42,6 +42,7 @@ struct Fiber {
     bool yielded;             // it gave up the CPU (yield_fiber) and is READY for the next pass
     const volatile void* last_volatile;  // the last word it read through a volatile pointer
     unsigned volatile_reads;             // outside shared memory, and how many (yield_if_spinning)
+    unsigned locks;           // spin locks it holds (atomicCAS(m, 0, v) won, not yet atomicExch'd)
 };
 
 // The first error of a launch (any worker, any block) wins; the launch then stops.
@@ -655,6 +656,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
                 f.yielded = false;
                 f.last_volatile = nullptr;
                 f.volatile_reads = 0;
+                f.locks = 0;
                 f.stack = static_cast<char*>(stacks) + i * kStackBytes;
                 start_context(f.ctx, f.stack, kStackBytes, w.scheduler);
             }

@@ -205,8 +205,11 @@ inline thread_local const void* updating_at = nullptr;  // the Place of its elem
                           unsigned(other) / bx % by, unsigned(other) / (bx * by), clash);
     } else {
         n = std::snprintf(what, sizeof what, "reads %s, which no thread of the block has written "
-                          "(yet: uninitialized shared memory, or a missing __syncthreads())",
-                          element);
+                          "(yet: uninitialized shared memory, or a missing %s)", element,
+                          block_dim.x * block_dim.y * block_dim.z <= 32
+                              ? "__syncwarp() (or __syncthreads()) between a lane's write and "
+                                "another lane's read"
+                              : "__syncthreads()");
     }
     if (at.line) n += std::snprintf(what + n, sizeof what - n, " (line %d)", at.line);
     const unsigned warp = worker->current->index / 32;
