@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from book import BACKEND, LaunchError, load_kernel, to_device, to_host, xp
+from book import BACKEND, KernelCompileError, LaunchError, load_kernel, to_device, to_host, xp
 from book.registry import device_cc
 from conftest import ROOT
 
@@ -516,3 +516,20 @@ def test_bfloat16_arrays_are_passed_as_their_bits():
     as_float = lambda b: (b.astype(np.uint32) << 16).view(np.float32)  # noqa: E731
     want = bf16(0.5 * as_float(bf16(x)) + as_float(bf16(y)))
     np.testing.assert_array_equal(to_host(yb), want)
+
+
+def test_cooperative_groups_run_on_a_gpu_and_are_named_by_the_emulator():
+    """cooperative_groups.h compiles with NVRTC (the CUDA toolkit's include folder, as for
+    cuda_fp16.h); the emulator, which has no cooperative groups, refuses the file with the header
+    named and where to run it."""
+    source = ROOT / "tests" / "kernels" / "cooperative.cu"
+    x = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    total = xp.zeros(1, dtype=xp.float32)
+    if BACKEND == "cpu":
+        with pytest.raises(KernelCompileError, match=r"cooperative.cu includes cooperative_groups.h, a "
+                                                     r"CUDA library header the CPU emulator does not "
+                                                     r"provide .* run this kernel on a GPU"):
+            load_kernel(source, "tile_sums")
+        return
+    load_kernel(source, "tile_sums")(4, 256, (to_device(x), total, np.int32(1000)))
+    assert abs(float(to_host(total)[0]) - float(x.astype(np.float64).sum())) < 1e-3

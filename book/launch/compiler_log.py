@@ -52,10 +52,17 @@ def parse_ptxas_log(log: str) -> dict[str, dict]:
     return report
 
 
+GPU_ONLY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]cooperative_groups(?:\.h|/\w+\.h)[>"]', re.M)
+"""``#include <cooperative_groups.h>`` (or one of its parts): the CUDA toolkit's headers hold it,
+and NVRTC compiles it for a GPU; the emulator refuses it, naming the header."""
+
+
 def header_options(text: str) -> tuple[str, ...]:
-    """The -I option NVRTC needs where ``text`` includes cuda_fp16.h (NVRTC searches no folder of
-    its own), else none."""
-    folder = cuda_include_dir() if FP16_INCLUDE.search(text) else None
+    """The -I option NVRTC needs where ``text`` includes one of the CUDA toolkit's headers it
+    compiles (cuda_fp16.h, cuda_bf16.h, cuComplex.h, cooperative_groups.h: NVRTC searches no
+    folder of its own), else none."""
+    wanted = FP16_INCLUDE.search(text) or GPU_ONLY_INCLUDE.search(text)
+    folder = cuda_include_dir() if wanted else None
     return (f"-I{folder}",) if folder else ()
 
 
