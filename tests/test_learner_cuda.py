@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from book import BACKEND, KernelCompileError, LaunchError, load_kernel, to_device, to_host, xp
+from book import BACKEND, LaunchError, load_kernel, to_device, to_host, xp
 from book.registry import device_cc
 from conftest import ROOT
 
@@ -518,18 +518,31 @@ def test_bfloat16_arrays_are_passed_as_their_bits():
     np.testing.assert_array_equal(to_host(yb), want)
 
 
-def test_cooperative_groups_run_on_a_gpu_and_are_named_by_the_emulator():
-    """cooperative_groups.h compiles with NVRTC (the CUDA toolkit's include folder, as for
-    cuda_fp16.h); the emulator, which has no cooperative groups, refuses the file with the header
-    named and where to run it."""
-    source = ROOT / "tests" / "kernels" / "cooperative.cu"
+COOPERATIVE = ROOT / "tests" / "kernels" / "cooperative.cu"
+
+
+def test_cooperative_groups_block_tiles_and_coalesced_groups():
+    """cooperative_groups.h's block and warp groups: NVRTC finds the header among the CUDA
+    toolkit's (as cuda_fp16.h); the emulator has them on its barriers and warp operations."""
     x = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
     total = xp.zeros(1, dtype=xp.float32)
-    if BACKEND == "cpu":
-        with pytest.raises(KernelCompileError, match=r"cooperative.cu includes cooperative_groups.h, a "
-                                                     r"CUDA library header the CPU emulator does not "
-                                                     r"provide .* run this kernel on a GPU"):
-            load_kernel(source, "tile_sums")
-        return
-    load_kernel(source, "tile_sums")(4, 256, (to_device(x), total, np.int32(1000)))
+    load_kernel(COOPERATIVE, "tile_sums")(4, 256, (to_device(x), total, np.int32(1000)))
     assert abs(float(to_host(total)[0]) - float(x.astype(np.float64).sum())) < 1e-3
+    v = np.random.default_rng(2).integers(-100, 100, 64).astype(np.int32)
+    out, rank = xp.zeros(8, dtype=xp.int32), xp.zeros(64, dtype=xp.int32)
+    load_kernel(COOPERATIVE, "tile_max")(1, 64, (to_device(v), out, rank))
+    assert to_host(out).tolist() == v.reshape(8, 8).max(axis=1).tolist()
+    assert to_host(rank).tolist() == [t % 8 + 100 * (t // 8) for t in range(64)]
+    v = np.random.default_rng(3).integers(-5, 5, 128).astype(np.int32)
+    out, count = xp.zeros(128, dtype=xp.int32), xp.zeros(1, dtype=xp.int32)
+    load_kernel(COOPERATIVE, "append_positive")(2, 64, (to_device(v), out, count))
+    n = int(to_host(count)[0])
+    assert n == (v > 0).sum() and sorted(to_host(out)[:n].tolist()) == sorted(v[v > 0].tolist())
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message (a GPU refuses the launch)")
+def test_a_grid_barrier_names_the_cooperative_launch_it_needs():
+    line = next(i for i, t in enumerate(COOPERATIVE.read_text().splitlines(), 1) if "the grid's barrier" in t)
+    with pytest.raises(LaunchError, match=rf"grid.sync\(\) on line {line}: a grid-wide barrier needs a "
+                                          r"cooperative launch"):
+        load_kernel(COOPERATIVE, "grid_barrier")(2, 32, (xp.zeros(2, dtype=xp.float32),))

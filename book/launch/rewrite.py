@@ -306,9 +306,11 @@ def _uses(text: str, names: set[str]) -> str:
 
 
 _CUDA_HEADERS = re.compile(
-    r"^\s*#\s*include\s*[<\"]((?:cuda_fp8|mma|cooperative_groups|cuda_pipeline|"
+    r"^\s*#\s*include\s*[<\"]((?:cuda_fp8|mma|cuda_pipeline|"
     r"cuda_awbarrier|curand_kernel|curand|cuda/[\w/]+|cub/[\w/.]+|thrust/[\w/.]+|"
-    r"cooperative_groups/[\w/.]+)(?:\.h|\.hpp|\.cuh)?)[>\"]", re.M)
+    r"cooperative_groups/(?!reduce\.h)[\w/.]+)(?:\.h|\.hpp|\.cuh)?)[>\"]", re.M)
+_GROUPS_INCLUDE = re.compile(r'^([ \t]*#[ \t]*include[ \t]*[<"]cooperative_groups(?:\.h|/reduce\.h)[>"])', re.M)
+"""cooperative_groups.h and its reduce.h: cuda_emu.h has their block and warp groups (groups.h)."""
 
 
 def unsupported_header(text: str) -> str | None:
@@ -381,6 +383,7 @@ def emulate_source(text: str, check: bool | None = None) -> str:
     has its __half)."""
     check = checking() if check is None else check
     text = cuda_source.FP16_INCLUDE.sub(r"// \1: cuda_emu.h's __half", text)
+    text = _GROUPS_INCLUDE.sub(r"// \1: cuda_emu.h's cooperative groups", text)
     text = rewrite_memory.rewrite(text)  # global memory: indexes and casts (before the rest)
     text = rewrite_memory.derefs(text)  # *p, *(p + i): checked as p[0]
     if check:

@@ -301,6 +301,14 @@ class Kernel:
         self.module.set_constant(name, values)
 
 
+def _toolkit_lacks_groups(error: str, text: str) -> bool:
+    """Whether NVRTC failed only because the CUDA headers found here (the pip runtime package's)
+    hold cooperative_groups.h without the CCCL headers it includes (nv/target): the CPU backend
+    then builds without NVRTC's check."""
+    return ('"nv/target"' in error or "nv/target" in error) and bool(
+        compiler_log.GPU_ONLY_INCLUDE.search(text))
+
+
 REGISTERS_PER_BLOCK = 65536
 """The registers one block may hold, on every GPU from compute capability 5.0 to 9.0."""
 
@@ -432,6 +440,9 @@ class _Module:
                 setattr(self, attr, compiler_log.ptxas_report(self.text, self.filename, options, arch,
                                                              self.names))
             except KernelSourceError as exc:
+                if BACKEND == "cpu" and _toolkit_lacks_groups(str(exc), self.text):
+                    setattr(self, attr, {})  # the emulator has its own cooperative groups
+                    return {}
                 raise KernelCompileError(str(exc)) from None
             except RuntimeError as exc:
                 setattr(self, attr, {})  # no NVRTC report here: the resource report is unavailable

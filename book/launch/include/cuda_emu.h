@@ -81,4 +81,5 @@
 #include "cuda_emu/builtins.h"
 #include "cuda_emu/math.h"
 #include "cuda_emu/half.h"
+#include "cuda_emu/groups.h"
 #undef lerp  // (std::lerp renamed above, while the standard headers were read)
