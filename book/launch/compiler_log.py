@@ -12,6 +12,7 @@ its warnings about the reader's own lines.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -63,7 +64,22 @@ def header_options(text: str) -> tuple[str, ...]:
     folder of its own), else none."""
     wanted = FP16_INCLUDE.search(text) or GPU_ONLY_INCLUDE.search(text)
     folder = cuda_include_dir() if wanted else None
-    return (f"-I{folder}",) if folder else ()
+    options = (f"-I{folder}",) if folder else ()
+    cccl = cccl_include_dir() if GPU_ONLY_INCLUDE.search(text) else None
+    return options + ((f"-I{cccl}",) if cccl and cccl != folder else ())
+
+
+@functools.lru_cache(maxsize=1)
+def cccl_include_dir() -> str | None:
+    """A folder holding CCCL's nv/target, which cooperative_groups.h includes: beside the CUDA
+    headers found (CUDA 13 keeps CCCL in include/cccl), in $CUDA_PATH or /usr/local/cuda; None if
+    none has it (NVRTC then names the missing header)."""
+    roots = [cuda_include_dir()] + [f"{r}/include" for r in (os.environ.get("CUDA_PATH"), "/usr/local/cuda") if r]
+    for root in filter(None, roots):
+        for folder in (Path(root) / "cccl", Path(root)):
+            if (folder / "nv" / "target").is_file():
+                return str(folder)
+    return None
 
 
 def ptxas_report(text: str, filename: str, options: tuple[str, ...], arch: str = "sm_90",
