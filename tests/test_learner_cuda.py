@@ -546,3 +546,13 @@ def test_a_grid_barrier_names_the_cooperative_launch_it_needs():
     with pytest.raises(LaunchError, match=rf"grid.sync\(\) on line {line}: a grid-wide barrier needs a "
                                           r"cooperative launch"):
         load_kernel(COOPERATIVE, "grid_barrier")(2, 32, (xp.zeros(2, dtype=xp.float32),))
+
+
+@pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report")
+def test_a_stack_overflow_at_a_call_is_named():
+    """The fault of a call's push of its return address, with the stack pointer still at the top
+    of the guard page, was once named a bad pointer."""
+    with pytest.raises(LaunchError, match=r"recursive_total: .*: stack overflow: the thread used more "
+                                          r"than the emulator's 256 KiB of stack"):
+        load_kernel(LEARNER, "recursive_total")(1, 1, (np.ones(100_000, np.float32),
+                                                       np.zeros(1, np.float32), np.int32(100_000)))

@@ -394,3 +394,9 @@ extern "C" __global__ void bf16_axpy(const __nv_bfloat16* x, __nv_bfloat16* y, f
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = __float2bfloat16(a * __bfloat162float(x[i]) + __bfloat162float(y[i]));
 }
+
+// Recursion as deep as the data: the stack overflows where a call pushes its return address.
+__device__ float sum_down(const float* x, int k) { return k < 0 ? 0.0f : x[k] + sum_down(x, k - 1); }
+extern "C" __global__ void recursive_total(const float* x, float* out, int n) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = sum_down(x, n - 1);
+}

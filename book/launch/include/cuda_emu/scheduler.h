@@ -191,10 +191,14 @@ inline void on_fault(int sig, siginfo_t* info, void* context) {
             }
         }
 #if defined(__x86_64__) && defined(REG_RSP)
-        // The stack pointer below the fiber's guard page: its stack overflowed (code -2).
+        // The stack pointer at or below the top of the fiber's guard page, or the fault inside it
+        // (a call's push of its return address: the pointer still at the page's top): its stack
+        // overflowed (code -2).
         if (r->in_kernel && w->current->stack != nullptr &&
-            static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP] <
-                reinterpret_cast<long long>(w->current->stack) + 4096)
+            (static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP] <=
+                 reinterpret_cast<long long>(w->current->stack) + 4096 ||
+             (at >= reinterpret_cast<const unsigned char*>(w->current->stack) &&
+              at < reinterpret_cast<const unsigned char*>(w->current->stack) + 4096)))
             r->code = -2;
 #endif
         if (r->in_kernel) {
