@@ -299,3 +299,18 @@ def test_check_mode_reports_a_histogram_never_zeroed_and_not_its_atomics(check_m
             r"thread of the block has written \(yet: uninitialized shared memory, or a missing "
             rf"__syncthreads\(\)\) \(line {line_of('the histogram')}\)")):
         kernel("shared_histogram")((1,), (64,), (x, bins, np.int32(0)))
+
+
+@emulator_only
+def test_check_mode_names_the_line_that_runs_past_the_dynamic_shared_memory(check_mode):
+    """A second array carved from the dynamic shared memory (`keys = (int*)(buf + blockDim.x)`)
+    by a launch that sized it for the first: without the check mode the guard page names no line."""
+    with pytest.raises(LaunchError, match=(
+            rf"carved_arrays: block \(0, 0, 0\), thread \(0, 0, 0\): the write on line "
+            rf"{line_of('the carved array')} is 0 bytes past the end of the dynamic shared memory "
+            r"\(extern __shared__\), through a pointer: the launch gave 128 bytes")):
+        kernel("carved_arrays")((1,), (32,), (np.ones(32, np.float32), np.zeros(32, np.float32)),
+                                shared_mem=128)
+    y = xp.zeros(32, dtype=xp.float32)  # sized for both: legal
+    kernel("carved_arrays")((1,), (32,), (to_device(np.ones(32, np.float32)), y), shared_mem=256)
+    np.testing.assert_array_equal(to_host(y), 1 + np.arange(32))

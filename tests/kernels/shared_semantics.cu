@@ -306,3 +306,14 @@ extern "C" __global__ void shared_histogram_plain(const int* x, int* bins) {
     __syncthreads();
     if (threadIdx.x < 16) bins[threadIdx.x] = s[threadIdx.x];
 }
+
+// Two arrays carved from the dynamic shared memory, the launch sized for the first only.
+extern "C" __global__ void carved_arrays(const float* x, float* y) {
+    extern __shared__ float buf[];
+    float* vals = buf;
+    int* keys = reinterpret_cast<int*>(buf + blockDim.x);
+    vals[threadIdx.x] = x[threadIdx.x];
+    keys[threadIdx.x] = int(threadIdx.x);  // the carved array's write
+    __syncthreads();
+    y[threadIdx.x] = vals[threadIdx.x] + keys[threadIdx.x];
+}

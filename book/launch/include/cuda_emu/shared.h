@@ -594,7 +594,23 @@ inline bool locate(const volatile void* at, std::size_t size, Place& where) {
 inline void track_through_pointer(const void* at, std::size_t size, int access, int line) {
     Place where{};
     where.line = line;
-    if (!locate(at, size, where) || !where.info) return;
+    if (!locate(at, size, where)) {  // past the dynamic shared memory (into its guard)?
+        const SharedInfo& d = dynamic_info;
+        const auto* a = static_cast<const unsigned char*>(at);
+        if (d.begin != nullptr && std::find(shared_arrays.begin(), shared_arrays.end(), &d) !=
+                                      shared_arrays.end() &&
+            a >= d.begin + d.bytes && a < d.begin + d.bytes + kGuardBytes) {
+            char what[400];
+            std::snprintf(what, sizeof what, "the %s on line %d is %zu bytes past the end of the "
+                          "dynamic shared memory (extern __shared__), through a pointer: the launch "
+                          "gave %zu bytes (shared_mem= counts bytes, for every array carved from "
+                          "it)", access == 1 ? "read" : access == 2 ? "write" : "update", line,
+                          std::size_t(a - (d.begin + d.bytes)), d.bytes);
+            fail_here(what);
+        }
+        return;
+    }
+    if (!where.info) return;
     if (access & 1) check_access(where, false, false);
     if (access & 2) check_access(where, true, false);
 }
