@@ -1,5 +1,6 @@
 """The emulator's builds cost little: its header precompiled once per header and flags (g++'s
-.gch), which every build of a kernel takes, and the compiler's probe kept between processes."""
+.gch), which every build of a kernel takes, with the launch's scheduler compiled once beside it
+(cuda_emu_runtime.o, linked into each library), and the compiler's probe kept between processes."""
 import subprocess
 
 import pytest
@@ -24,10 +25,12 @@ def test_a_kernels_build_takes_the_precompiled_header(tmp_path, check):
     unit = tmp_path / "unit.cpp"
     unit.write_text('#include "cuda_emu.h"\n'
                     'extern "C" __global__ void k(float* x) { x[threadIdx.x] = TILE; }\n')
-    proc = subprocess.run([*cmd, *pch, *base, "-DTILE=16", "-fsyntax-only", "-H", str(unit)],
+    define, include, runtime = pch  # (the runtime object: linked, so not for -fsyntax-only)
+    assert define == emulator.EXTERN_RUNTIME and runtime.endswith("cuda_emu_runtime.o")
+    proc = subprocess.run([*cmd, define, include, *base, "-DTILE=16", "-fsyntax-only", "-H", str(unit)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines()[0] == f"! {pch[0][2:]}/cuda_emu.h.gch", proc.stderr[:300]
+    assert proc.stderr.splitlines()[0] == f"! {include[2:]}/cuda_emu.h.gch", proc.stderr[:300]
 
 
 def test_the_compiler_probe_is_kept_until_the_compilers_version_changes(monkeypatch):

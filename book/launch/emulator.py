@@ -162,44 +162,59 @@ SHIFT_CHECK = (f"-fsanitize={UB_CHECKED}", f"-fno-sanitize-recover={UB_CHECKED}"
 
 
 def precompiled_header(base: tuple[str, ...]) -> tuple[str, ...]:
-    """``-I`` of a folder in the cache holding cuda_emu.h precompiled with the flags ``base``
-    (g++'s ``cuda_emu.h.gch``, which g++ takes in place of the header where a unit is built with
-    the same flags): reading the header's C++ library and parts took about a second of every
-    build, half of a small kernel's. Built once per header text, compiler and flags, by one
-    process while the others wait; () for clang (zig) or where BOOK_EMU_PCH=0. A unit whose
-    -D defines clash with the header's names does not use it: g++ then reads the header itself,
-    with the same result. A new one removes all but the PCH_KEPT newest (75 MB each)."""
+    """The options that build a unit on what is compiled once per header text, compiler and
+    flags, in a folder of the cache: ``-I`` of g++'s ``cuda_emu.h.gch`` (which g++ takes in
+    place of the header where a unit is built with the same flags: reading the header's C++
+    library and parts took about a second of every build, half of a small kernel's), and
+    ``cuda_emu_runtime.o``, the launch's scheduler and the file-scope definitions
+    (CUDA_EMU_EXTERN_RUNTIME, cuda_emu.h), linked into each library instead of compiled into it
+    (about 0.7 s more of every build). Built by one process while the others wait; () for clang
+    (zig) or where BOOK_EMU_PCH=0: each unit then compiles all of the header, with the same
+    result. A unit whose -D defines clash with the header's names does not use the .gch: g++
+    then reads the header itself; one that sets the header's own switches (CUDA_EMU_UCONTEXT)
+    uses neither. A new folder removes all but the PCH_KEPT newest (75 MB each)."""
     cmd, version = compiler()
     if os.environ.get("BOOK_EMU_PCH", "1") == "0" or "clang" in version.lower():
         return ()
-    flags = [a for a in base if a != "-shared" and not a.startswith("-Wl,")]  # (no link)
+    flags = [a for a in base if a != "-shared" and not a.startswith("-Wl,")] + [EXTERN_RUNTIME]
     key = hashlib.sha256("\0".join([header_text(), " ".join(cmd), version, *flags]).encode()
                          ).hexdigest()[:32]
     folder = cache_dir() / f"pch-{key}"
-    gch = folder / "cuda_emu.h.gch"
-    if not gch.exists():
+    gch, runtime = folder / "cuda_emu.h.gch", folder / "cuda_emu_runtime.o"
+    if not (gch.exists() and runtime.exists()):
         folder.mkdir(exist_ok=True)
         with open(folder / "lock", "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
             except OSError:  # a file system without locks: at worst two processes build it
                 pass
-            if not gch.exists() and not (folder / "failed.log").exists():
-                tmp = folder / f"cuda_emu.h.{os.getpid()}.tmp"
-                proc = subprocess.run([*cmd, *flags, "-x",
-                                       "c++-header", str(HEADER), "-o", str(tmp)],
-                                      capture_output=True, text=True)
-                if proc.returncode == 0:
-                    os.replace(tmp, gch)
+            if not (gch.exists() and runtime.exists()) and not (folder / "failed.log").exists():
+                src = folder / "cuda_emu_runtime.cpp"
+                src.write_text('#define CUDA_EMU_RUNTIME 1\n#include "cuda_emu.h"\n')
+                errors = []
+                for target, how in ((gch, ["-x", "c++-header", str(HEADER)]), (runtime, ["-c", str(src)])):
+                    tmp = folder / f"{target.name}.{os.getpid()}.tmp"
+                    proc = subprocess.run([*cmd, *flags, *how, "-o", str(tmp)],
+                                          capture_output=True, text=True)
+                    if proc.returncode == 0:
+                        os.replace(tmp, target)
+                    else:  # (never seen) the units then compile all of the header
+                        tmp.unlink(missing_ok=True)
+                        errors.append(proc.stderr)
+                if errors:
+                    (folder / "failed.log").write_text("\n".join(errors))
+                else:
                     _prune_precompiled()
-                else:  # (never seen) the units then read the header themselves
-                    tmp.unlink(missing_ok=True)
-                    (folder / "failed.log").write_text(proc.stderr)
     elif folder not in _used:
         _used.add(folder)
         with contextlib.suppress(OSError):  # (its age for _prune_precompiled: its last use)
             os.utime(folder)
-    return (f"-I{folder}",) if gch.exists() else ()
+    if not (gch.exists() and runtime.exists()):
+        return ()
+    return (EXTERN_RUNTIME, f"-I{folder}", str(runtime))
+
+
+EXTERN_RUNTIME = "-DCUDA_EMU_EXTERN_RUNTIME=1"
 
 
 PCH_KEPT = 6
@@ -299,10 +314,11 @@ def build_library(unit: str, stem: str, args: list[str], suffix: str = ".cpp",
                   first: tuple[str, ...] = ()) -> Path:
     """Compile ``unit`` into a shared library in the cache (once per content hash); its path.
     The compiler's warnings, if any, are kept beside it (``<library>.log``). ``first``: options
-    before ``args`` that do not change the library (a precompiled header's folder)."""
+    before ``args`` that do not change what the library does (a precompiled header's folder, the
+    runtime object and the -D that has the unit link it: that one is in the key)."""
     cmd, version = compiler()
-    key = hashlib.sha256("\0".join([unit, header_text(), " ".join(cmd), version,
-                                    *args]).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join([unit, header_text(), " ".join(cmd), version, *args,
+                                    *(a for a in first if a.startswith("-D"))]).encode()).hexdigest()[:32]
     lib = cache_dir() / f"{stem}-{key}.so"
     with _lock:
         if lib.exists():
@@ -344,7 +360,8 @@ class CpuModule:
         unit = _wrapper(text, {self.exports[n]: fn for n, fn in kernels.items()},
                         {self.variables[v]: "::" + v for v in variables})
         try:
-            self.path = build_library(unit, stem, args, first=precompiled_header(base))
+            own = any(k.startswith("CUDA_EMU_") for k in defines)  # (the header's own switches)
+            self.path = build_library(unit, stem, args, first=() if own else precompiled_header(base))
         except CompileError as exc:
             raise CompileError(f"{exc}{missing_builtin_hint(str(exc))}") from None
         log = self.path.with_suffix(".log")

@@ -42,6 +42,18 @@
 // (-std=c++20 implies -ffp-contract=off), so fmaf() is the only fused multiply-add.
 #pragma once
 
+// CUDA_EMU_EXTERN_RUNTIME (book/launch/emulator.py's builds with the precompiled header): the
+// launch's scheduler (run_grid) and the file-scope definitions (the fibers' switch, assert's and
+// the sanitizers' handlers) are compiled once, into the cuda_emu_runtime.o built beside the
+// precompiled header and linked into each kernel's library, instead of in every build
+// (CUDA_EMU_RUNTIME: that object's own build). Each library still has its own copy of them and
+// of every variable, as when each build compiled them.
+#if !defined(CUDA_EMU_EXTERN_RUNTIME) || defined(CUDA_EMU_RUNTIME)
+#define CUDA_EMU_OWNS_RUNTIME 1
+#else
+#define CUDA_EMU_OWNS_RUNTIME 0
+#endif
+
 // C++20's std::lerp, which libstdc++'s <math.h> also puts in the global namespace, renamed while
 // the standard headers are read: a kernel's own lerp (the CUDA samples' helper_math.h) then
 // compiles as it does with nvcc.

@@ -501,6 +501,7 @@ CUDA_EMU_VIB(__vibmax, std::max, >=)
 CUDA_EMU_VIB(__vibmin, std::min, <=)
 #undef CUDA_EMU_VIB
 
+#if CUDA_EMU_OWNS_RUNTIME  // (else in cuda_emu_runtime.o: cuda_emu.h)
 // A failed device assert(): glibc's assert() calls __assert_fail. This library's own definition
 // (hidden, so the calls bind to it, not to libc's) reports the assertion's text, file and line
 // with the thread, as a GPU prints them, and stops the launch; outside a kernel it aborts.
@@ -512,6 +513,8 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
                   file, line, function);
     ::cuda_emu::fail_here(what);
 }
+
+#endif
 
 // A shift by the operand's width or more, or by a negative count (the check mode builds with
 // -fsanitize=shift-exponent, whose calls bind to these hidden handlers, not to libubsan's).
@@ -529,6 +532,7 @@ inline long long value(const Type* t, std::uintptr_t v) {  // an integer of up t
     return static_cast<long long>(v << (64 - bits)) >> (64 - bits);
 }
 }  // namespace cuda_emu::ubsan
+#if CUDA_EMU_OWNS_RUNTIME  // (else in cuda_emu_runtime.o: cuda_emu.h)
 extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_shift_out_of_bounds_abort(
     ::cuda_emu::ubsan::Shift* s, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
     (void)lhs;
@@ -586,3 +590,4 @@ extern "C" __attribute__((visibility("hidden"), noreturn)) void __ubsan_handle_d
     ::cuda_emu::ubsan::Overflow* d, std::uintptr_t lhs, std::uintptr_t rhs) noexcept {
     __ubsan_handle_divrem_overflow_abort(d, lhs, rhs);
 }
+#endif

@@ -28,6 +28,7 @@ struct Context {
 // `ret` finds it), which calls fiber_main (r12) and marks the end of the fiber's call stack.
 extern "C" void cuda_emu_switch(void** from, void* to);
 extern "C" void cuda_emu_fiber_entry();
+#if CUDA_EMU_OWNS_RUNTIME
 asm(R"(
     .text
     .p2align 4
@@ -73,6 +74,7 @@ cuda_emu_fiber_entry:
     .cfi_endproc
     .size cuda_emu_fiber_entry, .-cuda_emu_fiber_entry
 )");
+#endif
 
 // Suspends the running code into `from` and resumes `to`.
 inline void switch_context(Context& from, Context& to) { cuda_emu_switch(&from.sp, to.sp); }

@@ -595,8 +595,19 @@ inline void give_stacks(void* stacks, unsigned n_threads) {
     stack_pool.free.emplace_back(stacks, n_threads);
 }
 
-// Runs every block of the grid. body(closure) executes the kernel for the current fiber.
-inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)(void*),
+// Runs every block of the grid. body(closure) executes the kernel for the current fiber. (Hidden:
+// each library's calls bind to its own, which uses its own variables.)
+#if !CUDA_EMU_OWNS_RUNTIME
+__attribute__((visibility("hidden"))) void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes,
+                                                    void (*body)(void*), void* closure,
+                                                    unsigned n_workers, ErrorSink* errors);
+#else
+#ifdef CUDA_EMU_RUNTIME
+__attribute__((visibility("hidden"))) void run_grid(
+#else
+inline void run_grid(
+#endif
+                     dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)(void*),
                      void* closure, unsigned n_workers, ErrorSink* errors) {
     const std::size_t n_blocks = std::size_t(grid.x) * grid.y * grid.z;
     const unsigned n_threads = block.x * block.y * block.z;
@@ -727,6 +738,7 @@ inline void run_grid(dim3 grid, dim3 block, std::size_t smem_bytes, void (*body)
     work();
     for (auto& t : helpers) t.join();
 }
+#endif
 
 // Unpacks void** args by the kernel's own parameter types, as cudaLaunchKernel does.
 // Returns 0, or 1 with the first error's message in err.
