@@ -177,3 +177,26 @@ def test_resource_report():
     assert attrs["shared_size_bytes"] == 2 * 16 * 16 * 4
     assert 0 < attrs["num_regs"] <= 255
     assert attrs["local_size_bytes"] == 0 and attrs["spill_stores"] in (0, None)
+
+
+def test_static_shared_memory_over_the_limit_does_not_compile(tmp_path):
+    """64 KiB of static __shared__ in one kernel: ptxas refuses it on a GPU, and so does the
+    CPU backend's NVRTC check (whose cheap PTX-only compile bounds the shared memory, then asks
+    ptxas where the bound is over 48 KiB)."""
+    src = tmp_path / "big_shared.cu"
+    src.write_text('extern "C" __global__ void big(float* x) {\n'
+                   '    __shared__ float s[16384];\n'
+                   '    s[threadIdx.x] = x[threadIdx.x];\n'
+                   '    __syncthreads();\n'
+                   '    x[threadIdx.x] = s[(threadIdx.x + 1) % 32];\n'
+                   '}\n')
+    with pytest.raises((KernelCompileError, KernelSourceError), match=r"too much shared data"):
+        load_kernel(src, "big")(1, 32, (xp.ones(32, dtype=xp.float32),))
+
+
+def test_the_ptx_declares_its_static_shared_memory():
+    from book.launch.compiler_log import ptx_shared_bytes
+    ptx = ("\t.shared .align 4 .b8 _ZZ5tiledE2As[4096];\n\t.shared .align 4 .b8 _ZZ5tiledE2Bs[4096];\n"
+           "\t.shared .align 4 .u32 _ZZ4histE5count;\n\t.extern .shared .align 16 .b8 dsmem[];\n"
+           "\tld.shared.f32 %f1, [%rd1];\n")
+    assert ptx_shared_bytes(ptx) == 4096 + 4096 + 4

@@ -309,6 +309,8 @@ def _toolkit_lacks_groups(error: str, text: str) -> bool:
         compiler_log.GPU_ONLY_INCLUDE.search(text))
 
 
+STATIC_SHARED = 48 * 1024
+"""The static shared memory ptxas lets one kernel declare (more fails to compile)."""
 REGISTERS_PER_BLOCK = 65536
 """The registers one block may hold, on every GPU from compute capability 5.0 to 9.0."""
 
@@ -421,10 +423,11 @@ class _Module:
 
     def _report_or_compile_error(self, debug: bool = False):
         """ptxas's report for every kernel of the module ({} where NVRTC gives none). With
-        ``debug`` (the CPU backend's first step) it comes from a build without optimization
-        (-G): seconds instead of up to half a minute for 09_sgemm.cu, with the same compile
-        errors and the same static shared memory; registers and spills come from the optimized
-        build, made when first asked for."""
+        ``debug`` (the CPU backend's first step) it comes from a compile to PTX without
+        optimization (-G, no ptxas): a third of a second instead of up to half a minute for
+        09_sgemm.cu, with the same compile errors, and the static shared memory of the whole
+        module (compiler_log.MODULE: a bound for each kernel); registers, spills and each
+        kernel's own shared memory come from the optimized build, made when first asked for."""
         global _no_report
         attr = "_debug_report" if debug else "_report"
         if getattr(self, attr) is None and _no_report and BACKEND == "gpu":  # none before: don't
@@ -437,8 +440,13 @@ class _Module:
                 arch = "sm_" + cupy.cuda.Device().compute_capability
             options = self.gpu_options + (("-G",) if debug else ())
             try:
-                setattr(self, attr, compiler_log.ptxas_report(self.text, self.filename, options, arch,
-                                                             self.names))
+                report = compiler_log.ptxas_report(self.text, self.filename, options, arch,
+                                                   self.names, ptx_only=debug)
+                if report.get(compiler_log.MODULE, {}).get("shared_size_bytes", 0) > STATIC_SHARED:
+                    # over ptxas's limit for some kernel, maybe: ptxas's own answer (its error)
+                    report = compiler_log.ptxas_report(self.text, self.filename, options, arch,
+                                                       self.names)
+                setattr(self, attr, report)
             except KernelSourceError as exc:
                 if BACKEND == "cpu" and _toolkit_lacks_groups(str(exc), self.text):
                     setattr(self, attr, {})  # the emulator has its own cooperative groups
@@ -471,7 +479,8 @@ class _Module:
             if BACKEND == "gpu":
                 value = self.function(name).attributes["shared_size_bytes"]
             else:
-                report = self._report_or_compile_error(debug=not exact).get(name)
+                report = self._report_or_compile_error(debug=not exact)
+                report = report.get(name) or report.get(compiler_log.MODULE)
                 value = report["shared_size_bytes"] if report else 0
             self._static_shared[name, exact] = value
         return self._static_shared[name, exact]
