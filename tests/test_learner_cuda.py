@@ -556,3 +556,16 @@ def test_a_stack_overflow_at_a_call_is_named():
                                           r"than the emulator's 256 KiB of stack"):
         load_kernel(LEARNER, "recursive_total")(1, 1, (np.ones(100_000, np.float32),
                                                        np.zeros(1, np.float32), np.int32(100_000)))
+
+
+def test_libcudacxx_runs_on_a_gpu_and_is_named_by_the_emulator():
+    source = ROOT / "tests" / "kernels" / "libcudacxx.cu"
+    out = xp.zeros(2, dtype=xp.int32)
+    if BACKEND == "cpu":
+        from book import KernelCompileError
+        with pytest.raises(KernelCompileError, match=r"libcudacxx.cu includes cuda/std/limits, a CUDA library "
+                                            r"header the CPU emulator does not provide"):
+            load_kernel(source, "int_limits")(1, 1, (out,))
+        return
+    load_kernel(source, "int_limits")(1, 1, (out,))
+    assert to_host(out).tolist() == [2**31 - 1, -2**31]

@@ -53,9 +53,11 @@ def parse_ptxas_log(log: str) -> dict[str, dict]:
     return report
 
 
-GPU_ONLY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]cooperative_groups(?:\.h|/\w+\.h)[>"]', re.M)
-"""``#include <cooperative_groups.h>`` (or one of its parts): the CUDA toolkit's headers hold it,
-and NVRTC compiles it for a GPU; the emulator refuses it, naming the header."""
+GPU_ONLY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](?:cooperative_groups(?:\.h|/\w+\.h)|'
+                              r'cuda/[\w/]+)[>"]', re.M)
+"""``#include <cooperative_groups.h>`` (or one of its parts), ``<cuda/std/limits>`` (libcu++):
+the CUDA toolkit's headers hold them (CCCL's for libcu++), and NVRTC compiles them for a GPU;
+the emulator has cooperative groups' block and warp groups and refuses libcu++, naming it."""
 
 
 def header_options(text: str) -> tuple[str, ...]:
