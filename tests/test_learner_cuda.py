@@ -170,7 +170,7 @@ def test_a_float4_cast_of_a_shared_array_past_its_end_is_named():
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message")
 def test_a_cuda_library_header_is_named_as_unsupported(tmp_path):
-    """cuda_fp16.h's and cuda_bf16.h's types are there (test_halves.py, test_builtins.py);
+    """cuda_fp16.h's and cuda_bf16.h's types are there (test_halves.py, test_builtins_16bit.py);
     cuda_fp8.h's are not, and the header is named."""
     src = tmp_path / "fp8.cu"
     src.write_text('#include <cuda_fp8.h>\nextern "C" __global__ void fp8(float* y) {\n'
