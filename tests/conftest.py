@@ -50,6 +50,17 @@ def sweep_params(values, representatives):
 
 
 @pytest.fixture
+def check_mode(monkeypatch):
+    """The emulator's check mode (BOOK_EMU_CHECK=1) for one test."""
+    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
+
+
+def line_of(path, marker: str) -> int:
+    """The line of the file ``path`` that holds ``marker`` (a test's kernel, marked by a comment)."""
+    return next(i for i, text in enumerate(Path(path).read_text().splitlines(), 1) if marker in text)
+
+
+@pytest.fixture
 def semantics():
     """Load a kernel of tests/kernels/semantics.cu by name."""
     from book import load_kernel

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from book import BACKEND, LaunchError, load_kernel
-from conftest import KERNEL_REPRESENTATIVES, ROOT, sweep_params
+from conftest import KERNEL_REPRESENTATIVES, ROOT, line_of, sweep_params
 
 pytestmark = pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own checks")
 BUGS = ROOT / "book" / "kernels" / "bugs.cu"
@@ -177,11 +177,6 @@ print(relative_error(run_matmul(KERNELS["tiled16"], a, b), a.astype(np.float64) 
 
 # ---- check mode (BOOK_EMU_CHECK=1) ---------------------------------------------------------------
 
-@pytest.fixture
-def check_mode(monkeypatch):
-    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
-
-
 def test_check_mode_finds_a_read_before_the_barrier(check_mode):
     with pytest.raises(LaunchError, match=(
             r"sum_without_barrier: block \(0, 0, 0\), thread \(31, 0, 0\): race on shared memory: "
@@ -339,7 +334,7 @@ def test_a_worker_that_may_not_open_proc_gets_a_named_arena(monkeypatch):
 
 def test_a_full_mask_shuffle_in_a_branch_half_the_warp_skips_is_named():
     from conftest import SEMANTICS
-    line = next(i for i, t in enumerate(SEMANTICS.read_text().splitlines(), 1) if "the branch's shuffle" in t)
+    line = line_of(SEMANTICS, "the branch's shuffle")
     with pytest.raises(LaunchError, match=(
             rf"shfl_in_branch: block \(0, 0, 0\), thread \(8, 0, 0\): a __shfl\*_sync at line {line} "
             r"reads lane 16, which finished the kernel without calling it \(it returned early, or a "

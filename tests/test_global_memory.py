@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from book import BACKEND, KernelCompileError, LaunchError, load_kernel, to_device, to_host, xp
-from conftest import ROOT
+from conftest import ROOT, line_of
 
 SOURCE = ROOT / "tests" / "kernels" / "global_memory.cu"
 on_cpu = pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own checks")
@@ -191,8 +191,7 @@ def test_a_launch_within_launch_bounds_runs():
 def test_a_launch_past_launch_bounds_is_refused_as_a_gpu_refuses_it():
     """A GPU fails such a launch (CUDA_ERROR_INVALID_VALUE); the emulator once ran it (and then
     named a line of its own rewritten text, 54 lines off in a learner's one-kernel file)."""
-    line = next(i for i, t in enumerate(SOURCE.read_text().splitlines(), 1)
-                if "__launch_bounds__(128) bounded(" in t)
+    line = line_of(SOURCE, "__launch_bounds__(128) bounded(")
     with pytest.raises(LaunchError, match=r"bounded: block \(0, 0, 0\), thread \(0, 0, 0\): the launch "
                                           r"has 256 threads a block, but the kernel's __launch_bounds__ "
                                           rf"on line {line} allows at most 128"):

@@ -7,7 +7,7 @@ import pytest
 
 from book import BACKEND, LaunchError, load_kernel, to_device, to_host, xp
 from book.registry import device_cc
-from conftest import ROOT
+from conftest import ROOT, line_of
 
 LEARNER = ROOT / "tests" / "kernels" / "learner.cu"
 
@@ -432,15 +432,6 @@ def test_helper_math_operators_compile_beside_a_device_variable():
     assert to_host(y).tolist() == [15.0] * 4
 
 
-def learner_line(marker: str) -> int:
-    return next(i for i, text in enumerate(LEARNER.read_text().splitlines(), 1) if marker in text)
-
-
-@pytest.fixture
-def check_mode(monkeypatch):
-    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
-
-
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check (a GPU goes on silently)")
 @pytest.mark.parametrize("name, threads, args, message", [
     ("local_histogram", 8, lambda: (np.r_[np.zeros(40, np.int32), [4], np.zeros(23, np.int32)].astype(np.int32),
@@ -461,14 +452,14 @@ def test_check_mode_stops_undefined_behaviour_at_its_line(check_mode, name, thre
     if not emulator._shift_check():
         pytest.skip("the C++ compiler builds without -fsanitize (zig)")
     marker = re.search(r"\{(.+?)\}", message).group(1)
-    with pytest.raises(LaunchError, match=message.replace("{" + marker + "}", str(learner_line(marker)))):
+    with pytest.raises(LaunchError, match=message.replace("{" + marker + "}", str(line_of(LEARNER, marker)))):
         load_kernel(LEARNER, name)(1, threads, args())
 
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own check (a GPU faults with no line)")
 def test_a_null_pointer_is_named_with_its_line():
     with pytest.raises(LaunchError, match=(
-            rf"dst\[i\] on line {learner_line('the null write')} goes through a null pointer "
+            rf"dst\[i\] on line {line_of(LEARNER, 'the null write')} goes through a null pointer "
             r"\(address 0x0\): it was never set to an array")):
         load_kernel(LEARNER, "pick_output")(1, 8, (np.zeros(8, np.float32), np.zeros(8, np.float32),
                                                    np.int32(2), np.int32(8)))
@@ -478,7 +469,7 @@ def test_a_null_pointer_is_named_with_its_line():
 def test_ldg_of_one_past_the_end_is_a_read_past_the_end():
     """&x[n] is a legal address, but __ldg(&x[n]) reads it."""
     with pytest.raises(LaunchError, match=(
-            rf"x\[i \+ 1\] on line {learner_line('the __ldg')} is element 16 of `x` "
+            rf"x\[i \+ 1\] on line {line_of(LEARNER, 'the __ldg')} is element 16 of `x` "
             r"\(16 elements of 4 bytes\): 1 past its end")):
         load_kernel(LEARNER, "forward_difference")(1, 16, (np.arange(16, dtype=np.float32),
                                                            np.zeros(16, np.float32), np.int32(16)))
@@ -487,7 +478,7 @@ def test_ldg_of_one_past_the_end_is_a_read_past_the_end():
 @pytest.mark.skipif(BACKEND != "cpu", reason="on a GPU a misaligned address ends the CUDA context")
 def test_a_misaligned_half2_says_which_index_of_a_half_array_is_aligned():
     with pytest.raises(LaunchError, match=(
-            rf"the reinterpret_cast to __half2\* on line {learner_line('the half2 cast')} gives "
+            rf"the reinterpret_cast to __half2\* on line {line_of(LEARNER, 'the half2 cast')} gives "
             r"an address 2 bytes past a 4-byte boundary .* The operand points to elements of 2 "
             r"bytes: to cast &x\[i\] so, i must be a multiple of 2\.")):
         load_kernel(LEARNER, "half_pair_sums")(1, 4, (np.ones(9, np.float16), np.zeros(4, np.float32),
@@ -542,7 +533,7 @@ def test_cooperative_groups_block_tiles_and_coalesced_groups():
 
 @pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own message (a GPU refuses the launch)")
 def test_a_grid_barrier_names_the_cooperative_launch_it_needs():
-    line = next(i for i, t in enumerate(COOPERATIVE.read_text().splitlines(), 1) if "the grid's barrier" in t)
+    line = line_of(COOPERATIVE, "the grid's barrier")
     with pytest.raises(LaunchError, match=rf"grid.sync\(\) on line {line}: a grid-wide barrier needs a "
                                           r"cooperative launch"):
         load_kernel(COOPERATIVE, "grid_barrier")(2, 32, (xp.zeros(2, dtype=xp.float32),))

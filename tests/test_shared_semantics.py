@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from book import BACKEND, LaunchError, load_kernel, to_device, to_host, xp
-from conftest import ROOT
+from conftest import ROOT, line_of
 
 SOURCE = ROOT / "tests" / "kernels" / "shared_semantics.cu"
 emulator_only = pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own report")
@@ -17,17 +17,6 @@ emulator_only = pytest.mark.skipif(BACKEND != "cpu", reason="the emulator's own 
 
 def kernel(name):
     return load_kernel(SOURCE, name)
-
-
-def line_of(marker: str) -> int:
-    """The line of shared_semantics.cu that holds ``marker``."""
-    lines = SOURCE.read_text().splitlines()
-    return next(i for i, text in enumerate(lines, 1) if marker in text)
-
-
-@pytest.fixture
-def check_mode(monkeypatch):
-    monkeypatch.setenv("BOOK_EMU_CHECK", "1")
 
 
 # ---- 1. elements are lvalues of their own type --------------------------------------------------
@@ -147,7 +136,7 @@ def test_check_mode_names_a_plain_count_in_shared_memory_a_lost_update(check_mod
     with pytest.raises(LaunchError, match=(
             r"shared_histogram_plain: block \(0, 0, 0\), thread \(16, 0, 0\): lost update on shared "
             r"memory: this thread's \+= of s\[0\] \(a read, then a write\) follows thread "
-            rf"\(0, 0, 0\)'s write of it .* \(line {line_of('the plain count')}\): on a GPU")):
+            rf"\(0, 0, 0\)'s write of it .* \(line {line_of(SOURCE, 'the plain count')}\): on a GPU")):
         kernel("shared_histogram_plain")((1,), (64,), (x, bins))
 
 
@@ -184,7 +173,7 @@ def test_check_mode_tracks_dynamic_shared_memory_by_word(check_mode):
     with pytest.raises(LaunchError, match=(
             rf"index 64 of extern __shared__ fbuf is out of bounds: the launch gave 256 bytes of "
             rf"dynamic shared memory \(shared_mem=\), 64 elements of float, on line "
-            rf"{line_of('__float_as_int(fbuf[i])')}")):
+            rf"{line_of(SOURCE, '__float_as_int(fbuf[i])')}")):
         run_neighbours(1, i=64)
 
 
@@ -219,7 +208,7 @@ def test_an_index_after_a_three_line_declaration_names_its_line():
     with pytest.raises(LaunchError, match=(
             rf"index_after_long_declaration: block \(0, 0, 0\), thread \(0, 0, 0\): index 4 of "
             rf"__shared__ tall is out of bounds: tall is float\[4\]\[8\] \(its dimension 1 has 4 "
-            rf"elements\), on line {line_of('the out-of-bounds line')}$")):
+            rf"elements\), on line {line_of(SOURCE, 'the out-of-bounds line')}$")):
         kernel("index_after_long_declaration")((1,), (32,), (np.zeros(32, np.float32), np.int32(4)))
 
 
@@ -230,7 +219,7 @@ def test_the_rewrites_keep_every_line_break():
         rewritten = emulate_source(text, check)
         assert rewritten.count("\n") == text.count("\n")
         assert re.search(r"tall\[i\]\[0\];  // the out-of-bounds line",
-                         rewritten.splitlines()[line_of("the out-of-bounds line") - 1])
+                         rewritten.splitlines()[line_of(SOURCE, "the out-of-bounds line") - 1])
 
 
 HISTOGRAM = r"""
@@ -270,7 +259,7 @@ def test_check_mode_follows_a_shared_array_passed_to_a_plain_pointer(check_mode)
     with pytest.raises(LaunchError, match=(
             r"reduce_plain_pointer: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: "
             r"this thread writes sdata\[1\], which thread \(0, 0, 0\) read with no "
-            rf"__syncthreads\(\) between them \(line {line_of('the plain pointer')}\). Both "
+            rf"__syncthreads\(\) between them \(line {line_of(SOURCE, 'the plain pointer')}\). Both "
             r"are lanes of warp 0: a __syncwarp\(\) between")):
         kernel("reduce_plain_pointer")((1,), (64,), (np.ones(64, np.float32),
                                                      np.zeros(1, np.float32)))
@@ -278,7 +267,7 @@ def test_check_mode_follows_a_shared_array_passed_to_a_plain_pointer(check_mode)
     with pytest.raises(LaunchError, match=(
             r"neighbour_deref: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: "
             r"this thread writes sdata\[1\], which thread \(0, 0, 0\) read with no "
-            rf"__syncthreads\(\) between them \(line {line_of('the deref race')}\)")):
+            rf"__syncthreads\(\) between them \(line {line_of(SOURCE, 'the deref race')}\)")):
         kernel("neighbour_deref")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))
 
 
@@ -297,7 +286,7 @@ def test_check_mode_reports_a_histogram_never_zeroed_and_not_its_atomics(check_m
     with pytest.raises(LaunchError, match=(
             r"shared_histogram: block \(0, 0, 0\), thread \(0, 0, 0\): reads s\[0\], which no "
             r"thread of the block has written \(yet: uninitialized shared memory, or a missing "
-            rf"__syncthreads\(\)\) \(line {line_of('the histogram')}\)")):
+            rf"__syncthreads\(\)\) \(line {line_of(SOURCE, 'the histogram')}\)")):
         kernel("shared_histogram")((1,), (64,), (x, bins, np.int32(0)))
 
 
@@ -307,7 +296,7 @@ def test_check_mode_names_the_line_that_runs_past_the_dynamic_shared_memory(chec
     by a launch that sized it for the first: without the check mode the guard page names no line."""
     with pytest.raises(LaunchError, match=(
             rf"carved_arrays: block \(0, 0, 0\), thread \(0, 0, 0\): the write on line "
-            rf"{line_of('the carved array')} is 0 bytes past the end of the dynamic shared memory "
+            rf"{line_of(SOURCE, 'the carved array')} is 0 bytes past the end of the dynamic shared memory "
             r"\(extern __shared__\), through a pointer: the launch gave 128 bytes")):
         kernel("carved_arrays")((1,), (32,), (np.ones(32, np.float32), np.zeros(32, np.float32)),
                                 shared_mem=128)
