@@ -368,7 +368,7 @@ def test_check_mode_stops_a_shift_by_the_width_or_more_at_its_line(check_mode, t
     """x86 takes a shift's count modulo the width, a GPU's shl clamps it: check mode names the line
     (GPU Gems 3's scan macro shifts by 10 here, legal; 1u << 32 is not)."""
     from book.launch import emulator
-    if not emulator._shift_check():
+    if not emulator._ub_check():
         pytest.skip("this compiler's sanitizer runtime is not libubsan's")
     src = tmp_path / "scan.cu"
     src.write_text(SHIFT)

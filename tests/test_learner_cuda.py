@@ -449,7 +449,7 @@ def test_check_mode_stops_undefined_behaviour_at_its_line(check_mode, name, thre
     undefined and a GPU goes on silently (or with any value); the check mode's build stops at the
     line (-fsanitize=bounds,integer-divide-by-zero, bound to the emulator's handlers)."""
     from book.launch import emulator
-    if not emulator._shift_check():
+    if not emulator._ub_check():
         pytest.skip("the C++ compiler builds without -fsanitize (zig)")
     marker = re.search(r"\{(.+?)\}", message).group(1)
     with pytest.raises(LaunchError, match=message.replace("{" + marker + "}", str(line_of(LEARNER, marker)))):

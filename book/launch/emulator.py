@@ -143,10 +143,10 @@ def base_flags(check: bool) -> tuple[str, ...]:
     """The compiler's options for every build of a kernel source, before its -D defines (the
     check mode's builds define CUDA_EMU_CHECK)."""
     return (*FLAGS, *WARNINGS, f"-I{HEADER.parent}",
-            *(("-DCUDA_EMU_CHECK=1", *_shift_check()) if check else ()))
+            *(("-DCUDA_EMU_CHECK=1", *_ub_check()) if check else ()))
 
 
-def _shift_check() -> tuple[str, ...]:
+def _ub_check() -> tuple[str, ...]:
     """The check mode's flags that stop, at their line, what C++ leaves undefined and a GPU
     does not do as this CPU does (builtins.h's handlers): a shift by the width or more, an index
     past a local or member array of known size (`int hist[4]; hist[k]`, `s.v[32]` of a
@@ -154,11 +154,11 @@ def _shift_check() -> tuple[str, ...]:
     not libubsan's)."""
     if any("ziglang" in part for part in compiler()[0]):
         return ()
-    return SHIFT_CHECK
+    return UB_CHECK
 
 
 UB_CHECKED = "shift-exponent,bounds,integer-divide-by-zero"
-SHIFT_CHECK = (f"-fsanitize={UB_CHECKED}", f"-fno-sanitize-recover={UB_CHECKED}", "-Wl,--as-needed")
+UB_CHECK = (f"-fsanitize={UB_CHECKED}", f"-fno-sanitize-recover={UB_CHECKED}", "-Wl,--as-needed")
 
 
 def precompiled_header(base: tuple[str, ...]) -> tuple[str, ...]:

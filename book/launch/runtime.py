@@ -305,8 +305,7 @@ def _toolkit_lacks_groups(error: str, text: str) -> bool:
     """Whether NVRTC failed only because the CUDA headers found here (the pip runtime package's)
     hold cooperative_groups.h without the CCCL headers it includes (nv/target): the CPU backend
     then builds without NVRTC's check."""
-    return ('"nv/target"' in error or "nv/target" in error) and bool(
-        compiler_log.GPU_ONLY_INCLUDE.search(text))
+    return "nv/target" in error and bool(compiler_log.GPU_ONLY_INCLUDE.search(text))
 
 
 STATIC_SHARED = 48 * 1024

@@ -180,14 +180,17 @@ inline thread_local const void* updating_at = nullptr;  // the Place of its elem
                       "(extern __shared__)", at.index);
     else if (at.name) std::snprintf(element, sizeof element, "%s[%lld]", at.name, at.index);
     else element_text(element, sizeof element, *at.info, at.slot);
+    char who[64] = "";  // the other thread, by its linear index
+    const unsigned bx = block_dim.x, by = block_dim.y;
+    if (clash)
+        std::snprintf(who, sizeof who, "thread (%u, %u, %u)", unsigned(other) % bx,
+                      unsigned(other) / bx % by, unsigned(other) / (bx * by));
     int n;
     if (clash && updating && updating_at == &at && !is_volatile && !std::strcmp(clash, "wrote")) {
         // two threads' `count++`: no barrier can fix it
-        const unsigned bx = block_dim.x, by = block_dim.y;
         n = std::snprintf(what, sizeof what, "lost update on shared memory: this thread's %s of "
-                          "%s (a read, then a write) follows thread (%u, %u, %u)'s write of it with "
-                          "neither a barrier nor an atomic between them", updating, element,
-                          unsigned(other) % bx, unsigned(other) / bx % by, unsigned(other) / (bx * by));
+                          "%s (a read, then a write) follows %s's write of it with neither a "
+                          "barrier nor an atomic between them", updating, element, who);
         if (at.line) n += std::snprintf(what + n, sizeof what - n, " (line %d)", at.line);
         std::snprintf(what + n, sizeof what - n, ": on a GPU, threads that update one element at "
                       "once overwrite each other's updates, and the total comes out short. Make it "
@@ -198,11 +201,9 @@ inline thread_local const void* updating_at = nullptr;  // the Place of its elem
         fail_here(what);
     }
     if (clash) {
-        const unsigned bx = block_dim.x, by = block_dim.y;
         n = std::snprintf(what, sizeof what, "race on shared memory: this thread %s %s, which "
-                          "thread (%u, %u, %u) %s with no __syncthreads() between them",
-                          write ? "writes" : "reads", element, unsigned(other) % bx,
-                          unsigned(other) / bx % by, unsigned(other) / (bx * by), clash);
+                          "%s %s with no __syncthreads() between them", write ? "writes" : "reads",
+                          element, who, clash);
     } else {
         n = std::snprintf(what, sizeof what, "reads %s, which no thread of the block has written "
                           "(yet: uninitialized shared memory, or a missing %s)", element,
