@@ -422,6 +422,7 @@ class Variable:
     const: bool
     line: int
     file: str
+    constant: bool = False  # __constant__ (kernels only read it), not __device__
 
 
 @dataclass
@@ -432,6 +433,7 @@ class Source:
     variables: dict[str, Variable]
     aliases: dict[str, str]
     problems: dict[str, str]   # a kernel name -> why it cannot be loaded (e.g. overloaded)
+    refusal: str | None = None  # why none of its kernels can be (a __constant__ write)
 
 
 def _line_of(text: str, pos: int) -> tuple[int, str]:
@@ -479,7 +481,46 @@ def scan(text: str, defines: dict[str, str] | None = None) -> Source:
                 i = _close(masked, i)
         start = i + 1
         i += 1
+    found.refusal = _constant_write(text, masked, found)
     return found
+
+
+_WRITE_AFTER = re.compile(r"\s*(?:[-+*/%&|^]?=(?!=)|<<=|>>=|\+\+|--)")
+
+
+def _constant_write(text: str, masked: str, found: Source) -> str | None:
+    """Why the source cannot run, if a function writes a ``__constant__`` variable
+    (``coeffs[i] = x``, ``scale *= 2``, ``++c.n``): device code can only read constant memory.
+    NVRTC refuses a scalar's store but compiles an element's with a warning (none with -G), and
+    the launch then fails (an H200: "unspecified launch failure", which ends the process's CUDA
+    context); the emulator would keep the store. Refused on both backends, with the line."""
+    names = [v.name.split("::")[-1] for v in found.variables.values() if v.constant]
+    if not names:
+        return None
+    alt = "|".join(map(re.escape, names))
+    for m in re.finditer(rf"(?<![\w.>:])(?P<pre>\+\+|--)?\s*\b(?P<name>{alt})\b", masked):
+        statement = masked[max(masked.rfind(";", 0, m.start()), masked.rfind("}", 0, m.start()),
+                               masked.rfind("{", 0, m.start())) + 1:m.start()]
+        if re.search(r"\b__constant__\b|\bextern\b", statement):
+            continue  # its declaration
+        end = m.end()
+        while True:  # past its indexes and members: coeffs[i][j], c.n
+            rest = re.match(r"\s*(?:\[|\.\s*[A-Za-z_]\w*)", masked[end:])
+            if not rest:
+                break
+            end += rest.end()
+            if masked[end - 1] == "[":
+                end = _close(masked, end - 1) + 1
+        if m.group("pre") or _WRITE_AFTER.match(masked, end):
+            line, file = _line_of(text, m.start())
+            shown = " ".join(text[m.start():end].split())
+            return (f"{shown} ({file}, line {line}) writes the __constant__ variable "
+                    f"{m.group('name')}: kernels can only read constant memory (NVRTC compiles "
+                    f"an element's store with a warning, and on a GPU the launch fails with "
+                    f"'unspecified launch failure'). Fill it from the host with "
+                    f"kernel.set_constant({m.group('name')!r}, values), or declare it __device__ "
+                    f"if kernels write it")
+    return None
 
 
 def _declaration(text, masked, chunk, start, scopes, found: Source) -> None:
@@ -518,7 +559,7 @@ def _declaration(text, masked, chunk, start, scopes, found: Source) -> None:
             if n:
                 name = "::".join(namespaces + n)
                 found.variables[name] = Variable(name, " ".join(base_words), "const" in first,
-                                                 *_line_of(text, pos))
+                                                 *_line_of(text, pos), "__constant__" in words)
 
 
 def _kernel(chunk: str, where: tuple[int, str], scopes: list[str], found: Source) -> None:

@@ -78,8 +78,36 @@ if _choice == "gpu" and not _gpu_present():
 BACKEND = "gpu" if (_choice == "gpu" or (_choice == "" and _gpu_present())) else "cpu"
 """'gpu' (CuPy) or 'cpu' (the emulator): which backend runs kernels in this process."""
 
-xp = cupy if BACKEND == "gpu" else np
-"""The array module of the backend: ``cupy`` on a GPU, ``numpy`` on the CPU."""
+
+
+class _HostNumPy(type(np)):
+    """NumPy, for the CPU backend, but for ``empty`` and ``empty_like``: their bytes start as
+    0xFF (NaN as floats, -1 as integers), as the emulator's shared memory does. A GPU's fresh
+    memory holds whatever it held; NumPy's often holds zeros (a new page), and an accumulator
+    never zeroed would come out right by luck here and wrong on a GPU."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def __dir__(self):
+        return dir(np)
+
+    @staticmethod
+    def _poisoned(a):
+        if a.dtype != object and a.size:
+            a.ravel(order="K").view(np.uint8).fill(0xFF)  # (fresh: contiguous, a view)
+        return a
+
+    def empty(self, *args, **kwargs):
+        return self._poisoned(np.empty(*args, **kwargs))
+
+    def empty_like(self, *args, **kwargs):
+        return self._poisoned(np.empty_like(*args, **kwargs))
+
+
+xp = cupy if BACKEND == "gpu" else _HostNumPy("numpy", np.__doc__)
+"""The array module of the backend: ``cupy`` on a GPU, ``numpy`` on the CPU (whose ``empty``
+and ``empty_like`` fill the array with 0xFF bytes, as a GPU's memory is not zeros)."""
 
 CPU_ARCH = "sm_90"  # the architecture whose ptxas report the CPU backend shows (an H100/H200)
 
@@ -364,6 +392,8 @@ class _Module:
         self.filename = path.name
         self.text = text
         self.source = cuda_source.scan(self.text, defines)
+        if self.source.refusal:  # (before any compile: NVRTC takes some such sources)
+            raise KernelSourceError(f"{self.filename}: {self.source.refusal}")
         self.signatures = {name: cuda_source.signature(self.source, decl)
                            for name, decl in self.source.kernels.items() if decl.template is None}
         self.cxx = {name: decl.qualified for name, decl in self.source.kernels.items()

@@ -71,13 +71,22 @@ template <class T, class V> inline void __stcg(T* p, V v) { *p = static_cast<T>(
 template <class T, class V> inline void __stcs(T* p, V v) { *p = static_cast<T>(v); }
 template <class T, class V> inline void __stwt(T* p, V v) { *p = static_cast<T>(v); }
 // Atomics: the value converts to the pointer's type, as CUDA's overloads take it (atomicAdd(p, 1)
-// on a float* or an unsigned* is legal CUDA).
+// on a float* or an unsigned* is legal CUDA). In check mode each marks its thread as one that
+// synchronizes (Fiber::synced: memory.h's check of races on global memory leaves it alone).
+namespace cuda_emu {
+inline void note_atomic() {
+    if constexpr (kCheck)
+        if (auto* f = worker ? worker->current : nullptr) f->synced = true;
+}
+}  // namespace cuda_emu
 template <class T, class V>  // (the 16-bit floats' own overloads are in half.h)
     requires std::is_arithmetic_v<T>
 inline T atomicAdd(T* p, V v) {
+    ::cuda_emu::note_atomic();
     return std::atomic_ref<T>(*p).fetch_add(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicSub(T* p, V v) {
+    ::cuda_emu::note_atomic();
     return std::atomic_ref<T>(*p).fetch_sub(static_cast<T>(v));
 }
 // atomicExch and atomicCAS are what a spin lock spins on (while (atomicCAS(&lock, 0, 1)) {}):
@@ -93,12 +102,15 @@ template <class T, class V> inline T atomicExch(T* p, V v) {
     return std::atomic_ref<T>(*p).exchange(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicAnd(T* p, V v) {
+    ::cuda_emu::note_atomic();
     return std::atomic_ref<T>(*p).fetch_and(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicOr(T* p, V v) {
+    ::cuda_emu::note_atomic();
     return std::atomic_ref<T>(*p).fetch_or(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicXor(T* p, V v) {
+    ::cuda_emu::note_atomic();
     return std::atomic_ref<T>(*p).fetch_xor(static_cast<T>(v));
 }
 template <class T, class U, class V> inline T atomicCAS(T* p, U expected_in, V desired) {
@@ -111,6 +123,7 @@ template <class T, class U, class V> inline T atomicCAS(T* p, U expected_in, V d
     return expected;  // the old value, whether or not it was replaced
 }
 template <class T, class V> inline T atomicMax(T* p, V value) {
+    ::cuda_emu::note_atomic();
     const T v = static_cast<T>(value);
     std::atomic_ref<T> a(*p);
     T old = a.load();
@@ -118,6 +131,7 @@ template <class T, class V> inline T atomicMax(T* p, V value) {
     return old;
 }
 template <class T, class V> inline T atomicMin(T* p, V value) {
+    ::cuda_emu::note_atomic();
     const T v = static_cast<T>(value);
     std::atomic_ref<T> a(*p);
     T old = a.load();
@@ -125,6 +139,7 @@ template <class T, class V> inline T atomicMin(T* p, V value) {
     return old;
 }
 template <class F> inline unsigned atomic_update(unsigned* p, F next) {  // old -> next(old)
+    ::cuda_emu::note_atomic();
     std::atomic_ref<unsigned> a(*p);
     unsigned old = a.load();
     while (!a.compare_exchange_weak(old, next(old))) {}

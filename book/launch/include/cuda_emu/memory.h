@@ -15,6 +15,10 @@
 //   * note_update (check mode): `p[i] += v` or `p[i]++` on an array argument by two threads of
 //     one launch with no barrier between them -- a lost update on a GPU (a histogram in global
 //     memory without atomicAdd) -- names both threads and the element.
+//   * track_global (check mode): other races on an array argument's elements -- a read of
+//     another thread's write, a write over another's read, with no barrier between them (block
+//     b reading block b - 1's result in the same launch; an in-place stencil), and two threads'
+//     writes of different values to one element -- named with both threads and lines.
 //   * checked_cast: a cast to a pointer type, however written (reinterpret_cast, static_cast,
 //     a C-style cast; through a type alias or a template parameter too): on a GPU an access
 //     through a pointer must sit on a multiple of its type's alignment (16 bytes for float4,
@@ -167,6 +171,161 @@ inline void note_update(std::uintptr_t at, std::size_t size, const char* text, i
     }
 }
 
+// ---- check mode: races on global memory -------------------------------------------------------
+// Each 4-byte word of an array argument keeps, for the launch, the last thread that wrote it and
+// the last that read it (block, thread, barrier epochs, line), as shared memory's words do
+// (shared.h). A read of another thread's write, or a write over another's read, with nothing
+// between them to order the two is a race: threads of one block with no __syncthreads() between
+// them (lanes of one warp: nor a warp operation), threads of two blocks always -- unless this
+// thread has made an atomic, a fence or a volatile access in the launch (Fiber::synced: a flag,
+// a lock, the last block of a threadfence reduction, which is how blocks do order their accesses
+// on a GPU). Two threads' plain writes of one word are reported when the block ends, if the
+// second changed its value (`*found = 1` by many threads is left alone). Elements of under 4
+// bytes or of class type (float4), and arguments over 4 MiB, are not tracked.
+struct GlobalAccess {
+    unsigned launch = 0, block = 0, epoch = 0, warp_at = 0;
+    int thread = -1, line = 0;
+    bool update = false;  // a write of a read-modify-write (p[i] += v; *t = *t + v)
+};
+struct GlobalWord { GlobalAccess writer, reader; };
+struct ShadowSlot {  // one array argument's words, (re)made at the launch's first access to it
+    std::atomic<unsigned> launch{0};
+    std::uintptr_t lo = 0, hi = 0;
+    std::vector<GlobalWord> words;
+};
+inline ShadowSlot shadow_slots[64];
+inline std::mutex shadow_made, shadow_stripes[64];
+struct SecondWrite {  // a write over another thread's unordered one: checked when the block ends
+    std::uintptr_t at;
+    std::size_t size;
+    unsigned long long before;  // the word's bits before this write (the other thread's value)
+    GlobalAccess other, mine;
+    const char* text;
+    unsigned number;
+    std::uintptr_t lo;
+};
+inline thread_local std::vector<SecondWrite> second_writes;
+
+inline std::string accessor(const GlobalAccess& a) {
+    return updater(Update{a.launch, a.block, a.epoch, a.thread, a.line, false});
+}
+
+[[noreturn]] inline void global_race(const GlobalAccess& other, bool write, std::size_t element,
+                                     unsigned number, const char* text, int line) {
+    const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+    const bool across = other.block != block;
+    char what[1200];
+    int n = std::snprintf(what, sizeof what, "race on global memory: this thread %s %s on line "
+                          "%d (element %zu of argument #%u), which %s %s on line %d in this "
+                          "launch%s: on a GPU the %s may come before or after the %s. ",
+                          write ? "writes" : "reads", text, line, element, number,
+                          accessor(other).c_str(), write ? "read" : "wrote", other.line,
+                          across ? ", and threads of two blocks are never ordered within a launch"
+                                 : " with no __syncthreads() between them",
+                          write ? "read" : "write", write ? "write" : "read");
+    if (across)
+        std::snprintf(what + n, sizeof what - n, write
+                      ? "Write the results to a second array (out of place), or split the kernel "
+                        "into two launches where one block's reads must see another's writes"
+                      : "A block cannot wait for another's results within a launch: read them in a "
+                        "second launch (end the kernel where the dependency is), or let the last "
+                        "block to finish do it (__threadfence() after the writes, then an atomicAdd "
+                        "on a counter: the block that finds it at gridDim - 1 reads them all)");
+    else if (unsigned(other.thread) / 32 == worker->current->index / 32)
+        std::snprintf(what + n, sizeof what - n, "Both are lanes of warp %u: a __syncwarp() (or a "
+                      "__syncthreads()) between the two accesses orders them",
+                      worker->current->index / 32);
+    else
+        std::snprintf(what + n, sizeof what - n, "Put a __syncthreads() between them");
+    fail_here(what);
+}
+
+// p[i] of an array argument (r), in check mode: the races above.
+inline void track_global(const ArgumentRange& r, std::uintptr_t at, std::size_t size, int access,
+                         const char* text, int line) {
+    Fiber* f = worker ? worker->current : nullptr;
+    if (!f || f->synced || r.number > 63 || r.hi - r.lo > (std::uintptr_t(1) << 22) ||
+        at < r.lo || at + size > r.hi)
+        return;
+    ShadowSlot& slot = shadow_slots[r.number];
+    if (slot.launch.load(std::memory_order_acquire) != launches) {
+        std::lock_guard<std::mutex> hold(shadow_made);
+        if (slot.launch.load() != launches) {
+            slot.lo = r.lo, slot.hi = r.hi;
+            slot.words.assign((r.hi - r.lo + 3) / 4, GlobalWord{});
+            slot.launch.store(launches, std::memory_order_release);
+        }
+    }
+    if (slot.lo != r.lo || at + size > slot.hi) return;  // (one array passed twice, as two ranges)
+    const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+    const int me = int(f->index);
+    const unsigned wepoch = warp_epoch[f->index / 32];
+    const GlobalAccess mine{launches, block, block_epoch, wepoch, me, line, access == 3};
+    auto unordered = [&](const GlobalAccess& a) {
+        if (a.launch != launches || a.thread < 0) return false;
+        if (a.block != block) return true;
+        if (a.thread == me || a.epoch != block_epoch) return false;
+        return unsigned(a.thread) / 32 != f->index / 32 || a.warp_at == wepoch;
+    };
+    const std::size_t first = (at - r.lo) / 4, element = (at - r.lo) / size;
+    for (std::size_t k = first; k < first + size / 4; ++k) {
+        GlobalAccess writer, reader;
+        bool second = false;
+        {
+            std::lock_guard<std::mutex> hold(shadow_stripes[k % 64]);
+            GlobalWord& w = slot.words[k];
+            writer = w.writer, reader = w.reader;
+            // (a read keeps an earlier reader it is unordered with, as shared memory's words do)
+            if ((access & 1) && !unordered(reader)) w.reader = mine;
+            if (access & 2) {
+                second = unordered(writer);
+                w.writer = mine;
+            }
+        }
+        if ((access & 1) && unordered(writer)) {
+            if (writer.update && writer.line == line) {  // (`*t = *t + v`: its read comes first)
+                char what[64];
+                std::snprintf(what, sizeof what, "element %zu of argument #%u", element, r.number);
+                lost_update(Update{writer.launch, writer.block, writer.epoch, writer.thread,
+                                   writer.line, false}, what, text, line);
+            }
+            global_race(writer, false, element, r.number, text, line);
+        }
+        if ((access & 2) && unordered(reader))
+            global_race(reader, true, element, r.number, text, line);
+        if (second && k == first) {
+            unsigned long long before = 0;
+            std::memcpy(&before, reinterpret_cast<const void*>(at), size < 8 ? size : 8);
+            second_writes.push_back({at, size, before, writer, mine, text, r.number, r.lo});
+        }
+    }
+}
+
+// After each block: the second of two unordered writes of a word that changed its value.
+inline void check_global_writes() {
+    for (const SecondWrite& s : second_writes) {
+        unsigned long long now = 0;
+        std::memcpy(&now, reinterpret_cast<const void*>(s.at), s.size < 8 ? s.size : 8);
+        if (now == s.before) continue;
+        char what[1000];
+        std::snprintf(what, sizeof what, "race on global memory: %s wrote %s on line %d (element "
+                      "%zu of argument #%u), and %s wrote a different value there on line %d, "
+                      "in this launch%s: on a GPU which write lands last is not defined. Give each "
+                      "thread its own element (out[i], not out[i / 2]), or combine the values "
+                      "with an atomic (atomicAdd, atomicMax)",
+                      accessor(s.other).c_str(), s.text, s.other.line,
+                      (std::size_t)((s.at - s.lo) / s.size), s.number, accessor(s.mine).c_str(),
+                      s.mine.line, s.other.block != s.mine.block
+                          ? " (threads of two blocks are never ordered within a launch)"
+                          : " with no __syncthreads() between the two writes");
+        second_writes.clear();
+        worker->errors->report(what);
+        worker->failed = true;
+        return;
+    }
+    second_writes.clear();
+}
+
 // `count++` (`count += x`...) of a scalar __device__ variable, in check mode (rewrite_memory's
 // device_updates writes the call): the same check as note_update's, the variable named.
 template <class T>
@@ -221,6 +380,7 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
         const auto base = reinterpret_cast<std::uintptr_t>(p);
         const long long index = std::is_signed_v<I> ? (long long)i : (long long)(unsigned long long)i;
         const std::uintptr_t at = base + std::uintptr_t(index) * sizeof(T);
+        constexpr bool kRaces = kCheck && std::is_scalar_v<T> && sizeof(T) >= 4;
         if constexpr (kCheck && std::is_scalar_v<T>) {
             if (access == 3) note_update(at, sizeof(T), text, line);
             if (access && access < 4 && !(index_launch == launches && at >= index_range.lo &&
@@ -229,8 +389,11 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
         }
         const std::size_t reach = access == 4 ? 0 : sizeof(T);  // &p[i]: its end is legal
         if (index_launch == launches && base >= index_range.lo && base <= index_range.hi &&
-            at >= index_range.lo && at + reach <= index_range.hi)
+            at >= index_range.lo && at + reach <= index_range.hi) {
+            if constexpr (kRaces)
+                if (access && access < 4) track_global(index_range, at, sizeof(T), access, text, line);
             return i;  // inside the argument found last
+        }
         if (index_launch == launches && (base >> 12) == index_miss_page) return i;
         index_launch = launches;
         const ArgumentRange r = argument_holding(base);
@@ -252,9 +415,11 @@ inline I global_index(const P& p, int line, const char* text, I i, int access = 
             if (!other.number || at + reach > other.hi)
                 index_outside<T>(r, base, index, text, line);
             index_range = other;
-            return i;
+        } else {
+            index_range = r;
         }
-        index_range = r;
+        if constexpr (kRaces)
+            if (access && access < 4) track_global(index_range, at, sizeof(T), access, text, line);
     }
     return i;
 }

@@ -43,6 +43,8 @@ struct Fiber {
     const volatile void* last_volatile;  // the last word it read through a volatile pointer
     unsigned volatile_reads;             // outside shared memory, and how many (yield_if_spinning)
     unsigned locks;           // spin locks it holds (atomicCAS(m, 0, v) won, not yet atomicExch'd)
+    bool synced;              // it made an atomic, a fence or a volatile access (memory.h's
+                              // check of races on global memory then leaves it alone)
 };
 
 // The first error of a launch (any worker, any block) wins; the launch then stops.
@@ -245,6 +247,7 @@ inline void yield_fiber() {
     if (w == nullptr || w->current == nullptr) return;  // (not in a kernel's thread)
     Fiber* f = w->current;
     f->yielded = true;
+    f->synced = true;
     switch_context(f->ctx, w->scheduler);
 }
 
@@ -256,6 +259,7 @@ inline void yield_if_spinning(const volatile void* at) {
     Worker* w = worker;
     if (w == nullptr || w->current == nullptr) return;
     Fiber* f = w->current;
+    f->synced = true;
     if (f->last_volatile == at || ++f->volatile_reads % 64 == 0) yield_fiber();
     f->last_volatile = at;
 }
@@ -337,6 +341,7 @@ inline void reset_shared_checks(unsigned n_threads);
 inline void begin_dynamic_shared(unsigned char* data, std::size_t bytes);  // (in shared.h)
 inline void end_dynamic_shared();
 inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes);
+inline void check_global_writes();  // (in memory.h)
 
 // __reduce_*_sync (redux.sync): the 32-bit values of the lanes of `mask` combined; kind = 0 add
 // (wrapping), 1 min, 2 max, 3 and, 4 or, 5 xor, plus 8 where min and max compare signed ints.
@@ -672,6 +677,7 @@ inline void run_grid(
                 f.last_volatile = nullptr;
                 f.volatile_reads = 0;
                 f.locks = 0;
+                f.synced = false;
                 f.stack = static_cast<char*>(stacks) + i * kStackBytes;
                 start_context(f.ctx, f.stack, kStackBytes, w.scheduler);
             }
@@ -720,6 +726,7 @@ inline void run_grid(
                 ++block_epoch;
             }
             if (!w.failed) check_before_shared(dynamic.map, before_smem);
+            if (!w.failed) check_global_writes();
         }
         end_dynamic_shared();
         if (fault_report) {
