@@ -121,10 +121,12 @@ def test_check_mode_allows_a_volatile_flag_between_warps(check_mode):
 
 @emulator_only
 def test_check_mode_finds_a_race_on_a_shared_scalar(check_mode):
+    """Named with its line, as an element's race is (rewrite.py's _scalar_lines)."""
+    line = line_of(SOURCE, "// scalar update")
     with pytest.raises(LaunchError, match=(
             r"scalar_race: block \(0, 0, 0\), thread \(1, 0, 0\): lost update on shared memory: "
             r"this thread's \+= of sum \(a read, then a write\) follows thread \(0, 0, 0\)'s write "
-            r"of it with neither a barrier nor an atomic between them: .* Make it an atomic "
+            rf"of it with neither a barrier nor an atomic between them \(line {line}\): .* Make it an atomic "
             r"\(atomicAdd\(&x, 1\) for x\+\+")):
         kernel("scalar_race")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))
 

@@ -45,7 +45,8 @@ def _split_top(text: str) -> list[str]:
     return rewrite_memory.split_top(text, "[(", "])")
 
 
-def _checked_shared(match: re.Match, check: bool, names: set[str]) -> str:
+def _checked_shared(match: re.Match, check: bool, names: set[str],
+                    scalars: set[str] | None = None) -> str:
     """Each array of a static __shared__ declaration as a shared_array; each scalar as a plain
     static thread_local, or a shared_scalar where it is volatile or in check mode; volatile
     where declared so. A form it cannot read is left as it was (the __shared__ macro then makes
@@ -71,6 +72,8 @@ def _checked_shared(match: re.Match, check: bool, names: set[str]) -> str:
             continue
         names.add(name)
         if not sizes:
+            if scalars is not None:
+                scalars.add(name)
             out.append(f'static thread_local ::cuda_emu::shared_scalar<{volatile}{ctype}> {name}'
                        f'{{"{name}", "{ctype}"}};')
             continue
@@ -389,7 +392,54 @@ def emulate_source(text: str, check: bool | None = None) -> str:
     if check:
         text = rewrite_memory.device_updates(text)
     names: set[str] = set()
-    text = _SHARED_DECL.sub(lambda m: _checked_shared(m, check, names), text)
+    scalars: set[str] = set()
+    text = _SHARED_DECL.sub(lambda m: _checked_shared(m, check, names, scalars), text)
     text = _EXTERN_SHARED.sub(lambda m: _dynamic_shared(m, names), text)
     text = _volatile_pointers(_shared_references(text, names))
-    return _launch_bounds(_uses(text, names))
+    text = _uses(text, names)
+    if check:
+        text = _scalar_lines(text, scalars)
+    return _launch_bounds(text)
+
+
+_WRAPPED = re.compile(r"(?:::cuda_emu::\w+(?:<[^<>()]*>)?|\b(?:sizeof|alignof|decltype))\s*\(\s*$")
+
+
+def _scalar_lines(text: str, scalars: set[str]) -> str:
+    """Check mode: each ``count`` of a __shared__ scalar read or written in an expression, from
+    its declaration to the end of the block that declares it, as
+    ``::cuda_emu::at_line(count, __LINE__)``, so that a race on it names its line, as an
+    element's does (at_line leaves a variable that shadows it as it is). Left alone: a
+    declaration of the name (``bool last = ...``, ``float* total``), its address (``&count``), a
+    member or call of it, what _uses wrapped already (an argument, ``auto``, ``sizeof``)."""
+    if not scalars:
+        return text
+    blanked = blank(text)
+    edits = []
+    for decl in re.finditer(r"::cuda_emu::shared_scalar<[^;{}]*?>\s+(\w+)\s*\{", blanked):
+        name = decl.group(1)
+        if name not in scalars:
+            continue
+        start = _close(blanked, decl.end() - 1)  # past its {"name", "type"}
+        depth, end = 0, len(blanked)
+        for k in range(decl.start(), -1, -1):  # the block that declares it: its {
+            depth += blanked[k] == "}"
+            if blanked[k] == "{":
+                if depth == 0:
+                    end = _close(blanked, k)
+                    break
+                depth -= 1
+        mention = re.compile(r"(?<![\w.>&\[])(?<!::)\b" + re.escape(name) + r"\b")
+        for m in mention.finditer(blanked, start, end):
+            after = blanked[m.end():].lstrip()[:2]
+            if after[:1] in ("{", ".", "(", "[") or after in ("->", "::"):
+                continue
+            before = blanked[max(0, m.start() - 80):m.start()]
+            word = re.search(r"([A-Za-z_]\w*)\s*$", before)
+            if _WRAPPED.search(before) or re.search(r"(?<!&)&\s*$", before) or (
+                    word and word.group(1) not in rewrite_memory.KEYWORDS_BEFORE_EXPR) or \
+                    rewrite_memory._declared_after_comma(blanked, m.start()):
+                continue  # (a declaration: a type's name before it, or a comma of one)
+            edits += [(m.start(), m.start(), "::cuda_emu::at_line("),
+                      (m.end(), m.end(), ", __LINE__)")]
+    return _apply(text, edits)

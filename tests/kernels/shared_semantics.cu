@@ -225,7 +225,7 @@ extern "C" __global__ void scalar_race(const float* in, float* out) {
     __shared__ float sum;
     if (threadIdx.x == 0) sum = 0.0f;
     __syncthreads();
-    sum += in[threadIdx.x];
+    sum += in[threadIdx.x];  // scalar update
     __syncthreads();
     if (threadIdx.x == 0) out[0] = sum;
 }

@@ -760,6 +760,22 @@ inline decltype(auto) arg_of(X&& x) {
     else return ref_of(std::forward<X>(x));
 }
 
+// A __shared__ scalar named in an expression, in check mode (rewrite.py's _scalar_lines writes
+// `at_line(count, __LINE__)`): its proxy, carrying the line, so that a race on it names the line
+// as an element's does; anything else (a variable of another function with the same name) as
+// it is.
+template <class X>
+inline decltype(auto) at_line(X&& x, int line) {
+    using D = std::remove_cvref_t<X>;
+    if constexpr (is_shared_scalar<D>::value && requires { x.ref(); }) {
+        auto r = x.ref();
+        r.at.line = line;
+        return r;
+    } else {
+        return std::forward<X>(x);
+    }
+}
+
 }  // namespace cuda_emu
 
 namespace cuda_emu {
