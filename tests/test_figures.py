@@ -235,10 +235,19 @@ def test_the_catalogue_holds_every_kind_of_figure_the_notebooks_draw():
     assert not missing, f"notebooks draw figures test_figures does not: {sorted(missing)}"
 
 
-@pytest.mark.parametrize("name,draw", list(book_figures()), ids=[n for n, _ in book_figures()])
+def _figure_params():
+    """Each figure once; those drawn from a second GPU's records (the same code on other data)
+    in make test-sweep."""
+    gpus = results.recorded_gpus()
+    return [pytest.param(name, draw, id=name, marks=[pytest.mark.sweep] if any(
+        f"[{gpu}]" in name for gpu in gpus[1:]) else []) for name, draw in book_figures()]
+
+
+@pytest.mark.parametrize("name,draw", _figure_params())
 def test_every_figure_reads_at_the_width_the_page_shows(name, draw):
     """Drawn as the notebook draws it (each helper checks itself; checked again here): at most
-    768 px wide, no text under 11 px, at most five series a panel, no label over data."""
+    768 px wide, no text under 11 px, at most five series a panel, no label over data. (make
+    test: from one GPU's records; make test-sweep: from the others'.)"""
     fig = draw()
     assert check_readable(fig) is fig
 

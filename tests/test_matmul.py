@@ -19,7 +19,14 @@ def error_of(spec, M, N, K) -> float:
     return relative_error(run_matmul(spec, a, b), a.astype(np.float64) @ b.astype(np.float64))
 
 
-@pytest.mark.parametrize("M, N, K", SIZES)
+SIZE_PARAMS = [pytest.param(*size, id="-".join(map(str, size)),
+                            marks=[pytest.mark.sweep] if size in SIZES[-2:] else [])
+               for size in SIZES]
+"""make test: the five smaller sizes (several tiles along N at 31 x 257 x 129); make test-sweep
+the two largest, where a kernel runs for seconds on the emulator (gpu-test runs them all)."""
+
+
+@pytest.mark.parametrize("M, N, K", SIZE_PARAMS)
 @pytest.mark.parametrize("kernel_id", sweep_params([s.id for s in correct_kernels()], KERNEL_REPRESENTATIVES))
 def test_matches_float64(kernel_id, M, N, K):
     why = KERNELS[kernel_id].why_not_here()

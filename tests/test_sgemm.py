@@ -85,13 +85,19 @@ def _force(monkeypatch, plan):
     monkeypatch.setenv("BOOK_SGEMM_LEARN", "0")
 
 
-@pytest.mark.parametrize("plan", [S.Plan("64x64"), S.Plan("64x64", 3), S.Plan("128x128", streamk=True)])
-@pytest.mark.parametrize("layout", S.LAYOUTS)
-@pytest.mark.parametrize("out_layout", "nt")
-def test_sgemm_takes_transposed_views_without_a_copy_and_alpha_beta(plan, layout, out_layout,
-                                                                   monkeypatch):
+VIEWS = [(plan, layout, out) for plan in ("64x64", "64x64/3", "128x128/stream-K")
+         for layout in S.LAYOUTS for out in "nt"]
+
+
+@pytest.mark.parametrize("case", sweep_params(VIEWS, [  # each plan, layout and out layout once
+    ("64x64", "nn", "n"), ("64x64", "tt", "t"), ("64x64/3", "tn", "n"), ("128x128/stream-K", "nt", "t")]))
+def test_sgemm_takes_transposed_views_without_a_copy_and_alpha_beta(case, monkeypatch):
     """A and B C- or F-contiguous (X.T), out too (C^T = B^T A^T is computed then); C = alpha A B
-    + beta C; where beta is 0, NaN in out does not reach C (out is written, not read)."""
+    + beta C; where beta is 0, NaN in out does not reach C (out is written, not read). (make
+    test: each plan, layout and out layout once; make test-sweep the other 20.)"""
+    name, layout, out_layout = case
+    plan = {"64x64": S.Plan("64x64"), "64x64/3": S.Plan("64x64", 3),
+            "128x128/stream-K": S.Plan("128x128", streamk=True)}[name]
     _force(monkeypatch, plan)
     M, N, K = 37, 30, 41
     a, b = random_inputs(M, N, K, seed=7)
@@ -118,13 +124,17 @@ SKINNY = [(5, 1, 700), (37, 3, 129), (300, 17, 1000), (64, 32, 33), (3, 9, 2), (
           (7, 300, 1000), (31, 64, 33), (6, 301, 77), (301, 6, 77)]  # (301: rows not on 16 bytes)
 
 
-@pytest.mark.parametrize("side", ["n", "m"])
-@pytest.mark.parametrize("layout", S.LAYOUTS)
-@pytest.mark.parametrize("splits", [1, 3])
-def test_the_skinny_kernels_are_right_on_odd_shapes(side, layout, splits):
+SKINNY_CASES = [(side, layout, splits) for side in "nm" for layout in S.LAYOUTS for splits in (1, 3)]
+
+
+@pytest.mark.parametrize("case", sweep_params(SKINNY_CASES, [  # each side, layout and split twice
+    ("n", "nn", 1), ("m", "nt", 3), ("n", "tn", 3), ("m", "tt", 1)]))
+def test_the_skinny_kernels_are_right_on_odd_shapes(case):
     """09_skinny.cu for few columns (side n) or few rows (side m) of C, in every layout (the
     layout picks skinny_dots or skinny_rows), its k's split among blocks or not; each shape with
-    the smallest PR that holds its few side, and with PR = 32."""
+    the smallest PR that holds its few side, and with PR = 32. (make test: each layout once;
+    make test-sweep the other 12.)"""
+    side, layout, splits = case
     for M, N, K in SKINNY:
         few = N if side == "n" else M
         if few > 32:
