@@ -20,8 +20,22 @@ def pytest_configure(config):
                                        "representatives that make test runs")
 
 
+LONGEST_FIRST = (
+    "tests/test_sgemm.py", "tests/test_emulator_errors.py", "tests/test_ozaki.py",
+    "tests/test_matmul.py", "tests/test_archs.py", "tests/test_figures.py",
+    "tests/test_tensor_cores.py", "tests/test_learner_cuda.py", "tests/test_tf32x3_sgemm.py",
+    "notebooks/01_cpu_loop.ipynb", "notebooks/L10_tensor_cores_notes.ipynb",
+    "notebooks/10_tensor_cores.ipynb", "notebooks/09_every_shape.ipynb",
+    "notebooks/08_toward_cublas.ipynb", "notebooks/06_coarsening.ipynb")
+"""make test's longest files (a profile of 2026-11-29), run first: with --dist loadfile a worker
+takes a whole file, and a long one taken last would leave the other core idle at the end."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Without --sweep (make test) the cases marked sweep are skipped, saying where they run."""
+    """Without --sweep (make test) the cases marked sweep are skipped, saying where they run.
+    The longest files go first (LONGEST_FIRST; the order within a file is kept)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
     if not config.getoption("--sweep"):
         skip = pytest.mark.skip(reason="a case of the exhaustive sweep: make test-sweep runs it")
         for item in items:
