@@ -39,12 +39,15 @@ def test_many_threads_setting_one_flag_is_left_alone(check_mode):
 
 @on_cpu
 def test_a_block_reading_another_blocks_result(check_mode):
+    """Blocks run on several OS threads at once: block b reads first (a write over its read is
+    reported) or block b - 1 writes first (the read is); either is named."""
     line = line_of(SOURCE, "// another block's write")
     with pytest.raises(LaunchError, match=(
-            rf"block \(1, 0, 0\), thread \(0, 0, 0\): race on global memory: this thread reads "
-            rf"part\[b - 1\] on line {line} \(element 0 of `part`\), which thread \(0, 0, 0\) of "
-            r"block \(0, 0, 0\) wrote on line \d+ in this launch, and threads of two blocks are "
-            r"never ordered within a launch.*read them in a second launch")):
+            r"block \(\d, 0, 0\), thread \(0, 0, 0\): race on global memory: this thread "
+            rf"(reads part\[b - 1\] on line {line}|writes part\[b\] on line {line + 2}) \(element "
+            r"\d of `part`\), which thread \(0, 0, 0\) of block \(\d, 0, 0\) (wrote|read) on line "
+            r"\d+ in this launch, and threads of two blocks are never ordered within a launch.*"
+            r"(read them in a second launch|split the kernel into two launches)")):
         kernel("chained")(4, 64, (to_device(np.ones(256, np.float32)), xp.zeros(4, dtype=xp.float32)))
 
 
@@ -54,8 +57,30 @@ def test_an_in_place_shift_whose_write_overtakes_a_read(check_mode):
     with pytest.raises(LaunchError, match=(
             rf"thread \(1, 0, 0\): race on global memory: this thread writes x\[i\] on line {line} "
             rf"\(element 1 of `x`\), which thread \(0, 0, 0\) of block \(0, 0, 0\) read on line "
-            rf"{line} in this launch with no __syncthreads\(\) between them.*lanes of warp 0")):
+            rf"{line} in this launch with no __syncthreads\(\) between them.*read them into a "
+            r"variable, __syncthreads\(\), then write \(or write to a second array\)")):
         kernel("shift_left")(1, 64, (to_device(np.arange(64, dtype=np.float32)), np.int32(64)))
+
+
+@on_cpu
+def test_a_check_then_write_is_told_to_be_an_atomic(check_mode):
+    line = line_of(SOURCE, "// check then write")
+    with pytest.raises(LaunchError, match=(
+            rf"race on global memory: this thread writes \*best on line {line} .*read on line "
+            rf"{line}.*Threads read and write this one element: make the update one atomic "
+            r"\(atomicMax")):
+        kernel("racy_max")(1, 128, (to_device(np.arange(128, dtype=np.int32)),
+                                   xp.zeros(1, dtype=xp.int32), np.int32(128)))
+
+
+@on_cpu
+def test_an_in_place_stencil_is_told_to_read_then_barrier_then_write(check_mode):
+    line = line_of(SOURCE, "// stencil")
+    with pytest.raises(LaunchError, match=(
+            rf"thread \(2, 0, 0\): race on global memory: this thread reads x\[i - 1\] on line "
+            rf"{line} \(element 1 of `x`\), which thread \(1, 0, 0\) of block \(0, 0, 0\) wrote "
+            rf"on line {line}.*read them into a variable, __syncthreads\(\), then write")):
+        kernel("smooth_in_place")(1, 32, (to_device(np.arange(32, dtype=np.float32)), np.int32(32)))
 
 
 def test_legal_global_patterns_run_in_check_mode(check_mode):
@@ -63,9 +88,9 @@ def test_legal_global_patterns_run_in_check_mode(check_mode):
     kernel("shift_left_synced")(1, 64, (x, np.int32(64)))
     assert np.array_equal(to_host(x)[:63], np.arange(1, 64, dtype=np.float32))
 
-    values = np.arange(5 * 64, dtype=np.float32)
-    part, done, out = xp.zeros(5, dtype=xp.float32), xp.zeros(1, dtype=xp.uint32), xp.zeros(1, dtype=xp.float32)
-    kernel("last_block_sum")(5, 64, (to_device(values), part, done, out))
+    values = np.arange(70 * 64, dtype=np.float32)  # (more blocks than threads: strided reads)
+    part, done, out = xp.zeros(70, dtype=xp.float32), xp.zeros(1, dtype=xp.uint32), xp.zeros(1, dtype=xp.float32)
+    kernel("last_block_sum")(70, 64, (to_device(values), part, done, out))
     assert to_host(out)[0] == values.sum()
 
 
@@ -86,6 +111,24 @@ def test_a_kernel_writing_constant_memory_is_refused(tmp_path):
     source.write_text(source.read_text().replace("coeffs[i] = x[i]", "scale *= 2.f"))
     with pytest.raises(KernelSourceError, match=r"scale \(write_constant.cu, line 6\) writes"):
         load_kernel(source, "update")
+    source.write_text(source.read_text().replace("scale *= 2.f", "atomicAdd(&scale, 1.f)"))
+    with pytest.raises(KernelSourceError, match=r"atomicAdd\(&scale, \.\.\.\) \(write_constant.cu, "
+                                                r"line 6\) writes the __constant__ variable scale"):
+        load_kernel(source, "update")
+
+
+def test_a_parameter_or_local_named_as_a_constant_may_be_written(tmp_path):
+    """Another kernel's parameter or local array of the same name is its own variable."""
+    source = tmp_path / "shadows.cu"
+    source.write_text("__constant__ float scale;\n__constant__ float w[4];\n"
+                      "extern \"C\" __global__ void k(const float* x, float* y, float scale) {\n"
+                      "    float w[4];\n"
+                      "    for (int k = 0; k < 4; ++k) w[k] = k;\n"
+                      "    scale *= 0.5f;\n"
+                      "    y[threadIdx.x] = x[threadIdx.x] * scale + w[threadIdx.x & 3];\n}\n")
+    y = xp.zeros(8, dtype=xp.float32)
+    load_kernel(source, "k")(1, 8, (to_device(np.ones(8, np.float32)), y, np.float32(4)))
+    assert np.array_equal(to_host(y), 2 + np.arange(8) % 4)
 
 
 @on_cpu

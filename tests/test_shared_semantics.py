@@ -305,3 +305,21 @@ def test_check_mode_names_the_line_that_runs_past_the_dynamic_shared_memory(chec
     y = xp.zeros(32, dtype=xp.float32)  # sized for both: legal
     kernel("carved_arrays")((1,), (32,), (to_device(np.ones(32, np.float32)), y), shared_mem=256)
     np.testing.assert_array_equal(to_host(y), 1 + np.arange(32))
+
+
+def test_a_shared_scalar_in_a_switch_compiles_in_check_mode(check_mode):
+    out = xp.zeros(3 * 32, dtype=xp.float32)
+    kernel("scalar_switch")((3,), (32,), (to_device(np.array([0, 1, 7], np.int32)), out))
+    assert np.array_equal(to_host(out), np.repeat([1.0, 2.0, 3.0], 32).astype(np.float32))
+
+
+@emulator_only
+def test_check_mode_finds_atomics_racing_the_zeroing_before_them(check_mode):
+    """Thread 0's plain write stays the record when its own atomic follows: another thread's
+    atomic with no barrier after the zeroing races with it (on a GPU the zeroing may wipe it)."""
+    line = line_of(SOURCE, "// zeroing")
+    with pytest.raises(LaunchError, match=(
+            r"init_then_atomics: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared memory: this "
+            rf"thread writes total, which thread \(0, 0, 0\) wrote with no __syncthreads\(\) between "
+            rf"them \(line {line + 1}\)")):
+        kernel("init_then_atomics")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))

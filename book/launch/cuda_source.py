@@ -485,6 +485,24 @@ def scan(text: str, defines: dict[str, str] | None = None) -> Source:
     return found
 
 
+_NOT_TYPES = {"return", "case", "else", "do", "sizeof", "throw", "delete", "new", "goto"}
+
+
+def _shadowed(masked: str, name: str, at: int, functions) -> bool:
+    """Whether ``name`` at ``at`` is, within the function around it, a parameter or a local
+    declared before it (``float scale`` in the parameter list, ``float weights[4];``)."""
+    for start, body, end in functions:
+        if body <= at < end:
+            head = masked[start:body]
+            if re.search(rf"\b{re.escape(name)}\b", head[head.index("("):]):
+                return True
+            for d in re.finditer(rf"\b([A-Za-z_][\w:<>]*)[\s*&]+{re.escape(name)}\s*[\[=;,){{]",
+                                 masked[body:at]):
+                if d.group(1) not in _NOT_TYPES:
+                    return True
+    return False
+
+
 _WRITE_AFTER = re.compile(r"\s*(?:[-+*/%&|^]?=(?!=)|<<=|>>=|\+\+|--)")
 
 
@@ -498,11 +516,16 @@ def _constant_write(text: str, masked: str, found: Source) -> str | None:
     if not names:
         return None
     alt = "|".join(map(re.escape, names))
+    functions = [(h.start(), h.end(), _close(masked, h.end() - 1)) for h in re.finditer(
+        r"\b(?:__global__|__device__)\b[^;{}]*?\([^;{}]*\)\s*(?:const\s*)?\{", masked)]
     for m in re.finditer(rf"(?<![\w.>:])(?P<pre>\+\+|--)?\s*\b(?P<name>{alt})\b", masked):
         statement = masked[max(masked.rfind(";", 0, m.start()), masked.rfind("}", 0, m.start()),
                                masked.rfind("{", 0, m.start())) + 1:m.start()]
         if re.search(r"\b__constant__\b|\bextern\b", statement):
             continue  # its declaration
+        if _shadowed(masked, m.group("name"), m.start(), functions):
+            continue  # a parameter or local of the same name
+        atomic = re.search(r"\batomic\w*\s*\(\s*&\s*$", masked[max(0, m.start() - 60):m.start()])
         end = m.end()
         while True:  # past its indexes and members: coeffs[i][j], c.n
             rest = re.match(r"\s*(?:\[|\.\s*[A-Za-z_]\w*)", masked[end:])
@@ -511,9 +534,11 @@ def _constant_write(text: str, masked: str, found: Source) -> str | None:
             end += rest.end()
             if masked[end - 1] == "[":
                 end = _close(masked, end - 1) + 1
-        if m.group("pre") or _WRITE_AFTER.match(masked, end):
+        if m.group("pre") or atomic or _WRITE_AFTER.match(masked, end):
             line, file = _line_of(text, m.start())
             shown = " ".join(text[m.start():end].split())
+            if atomic:
+                shown = f"{atomic.group(0).split('(')[0].strip()}(&{shown}, ...)"
             return (f"{shown} ({file}, line {line}) writes the __constant__ variable "
                     f"{m.group('name')}: kernels can only read constant memory (NVRTC compiles "
                     f"an element's store with a warning, and on a GPU the launch fails with "

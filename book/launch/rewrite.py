@@ -440,6 +440,9 @@ def _scalar_lines(text: str, scalars: set[str]) -> str:
                     word and word.group(1) not in rewrite_memory.KEYWORDS_BEFORE_EXPR) or \
                     rewrite_memory._declared_after_comma(blanked, m.start()):
                 continue  # (a declaration: a type's name before it, or a comma of one)
-            edits += [(m.start(), m.start(), "::cuda_emu::at_line("),
-                      (m.end(), m.end(), ", __LINE__)")]
+            # (switch takes no class, whose conversion to int& is a template: the value)
+            switch = re.search(r"\bswitch\s*\(\s*$", before) and after[:1] == ")"
+            edits += [(m.start(), m.start(), "::cuda_emu::value_of(::cuda_emu::at_line("
+                       if switch else "::cuda_emu::at_line("),
+                      (m.end(), m.end(), ", __LINE__))" if switch else ", __LINE__)")]
     return _apply(text, edits)

@@ -377,6 +377,7 @@ class _Worker:
             request = pickle.dumps((library, kernel, tuple(grid), tuple(block), shared_mem,
                                     workers, self.arena.key, places,
                                     tuple((str(name), bytes(data)) for name, data in symbols)))
+            self.running = (int(np.prod(grid)), workers)  # (blocks, blocks at a time: waiting())
             reply = self.wait(request, timeout_s)
             if reply == UNREACHABLE and not _Arena.named:  # once: a named arena from now on
                 _Arena.named = True
@@ -437,13 +438,19 @@ class _Worker:
                     for i in range(WAITING_NOTES)]
         before = notes()
         time.sleep(0.25)
+        blocks, at_once = getattr(self, "running", (1, 1))
         for (count, line, *where, switches), then in zip(notes(), before):
             if count and switches == then[-1]:
                 return (". When it was stopped, {} thread{} of block ({}, {}, {}) waited at the "
                         "__syncthreads() on line {} while thread ({}, {}, {}) ran and did not come "
                         "back: if that thread waits for them (a flag only they would set), the "
                         "block can never finish, on a GPU either".format(
-                            count, "s" * (count != 1), *where[:3], line, *where[3:6]))
+                            count, "s" * (count != 1), *where[:3], line, *where[3:6]) + (
+                        "; if it waits for a flag that another block sets, that block may not "
+                        f"have started: the emulator runs {at_once} block{'s' * (at_once != 1)} "
+                        "at a time (BOOK_CPU_THREADS, or this machine's cores), and on a GPU such "
+                        "a wait works only while both blocks are resident, which CUDA does not "
+                        "promise" if blocks > at_once else ""))
         return ""
 
     def read(self, n: int, deadline: float) -> bytes | None:

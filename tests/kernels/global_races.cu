@@ -56,9 +56,26 @@ extern "C" __global__ void last_block_sum(const float* x, float* part, unsigned*
         last = atomicInc(done, gridDim.x) == gridDim.x - 1;
     }
     __syncthreads();
-    if (last && t == 0) {
-        float total = 0.f;
-        for (int k = 0; k < (int)gridDim.x; ++k) total += part[k];
-        out[0] = total;
+    if (last) {  // every thread of the last block reads partial sums (thread 0 made the atomic)
+        s[t] = 0.f;
+        for (int k = t; k < (int)gridDim.x; k += blockDim.x) s[t] += part[k];
+        __syncthreads();
+        if (t == 0) {
+            float total = 0.f;
+            for (int k = 0; k < 64; ++k) total += s[k];
+            out[0] = total;
+        }
     }
+}
+
+// A bug: a maximum by check-then-write instead of atomicMax.
+extern "C" __global__ void racy_max(const int* x, int* best, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] > *best) *best = x[i];  // check then write
+}
+
+// A bug: an in-place three-point stencil; thread i reads x[i - 1], which thread i - 1 wrote.
+extern "C" __global__ void smooth_in_place(float* x, int n) {
+    int i = threadIdx.x;
+    if (i > 0 && i < n - 1) x[i] = 0.25f * x[i - 1] + 0.5f * x[i] + 0.25f * x[i + 1];  // stencil
 }

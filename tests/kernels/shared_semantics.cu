@@ -317,3 +317,26 @@ extern "C" __global__ void carved_arrays(const float* x, float* y) {
     __syncthreads();
     y[threadIdx.x] = vals[threadIdx.x] + keys[threadIdx.x];
 }
+
+// Legal: a __shared__ scalar in a switch and a ternary (check mode reads it as a value there).
+extern "C" __global__ void scalar_switch(const int* modes, float* out) {
+    __shared__ int mode;
+    if (threadIdx.x == 0) mode = modes[blockIdx.x];
+    __syncthreads();
+    float v;
+    switch (mode) {
+        case 0: v = 1.f; break;
+        case 1: v = 2.f; break;
+        default: v = mode > 5 ? 3.f : 4.f;
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = v;
+}
+
+// A bug: thread 0 zeroes the total the others add into, with no barrier between.
+extern "C" __global__ void init_then_atomics(const float* x, float* out) {
+    __shared__ float total;
+    if (threadIdx.x == 0) total = 0.f;  // zeroing
+    atomicAdd(&total, x[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = total;
+}

@@ -177,15 +177,16 @@ inline void note_update(std::uintptr_t at, std::size_t size, const char* text, i
 // (shared.h). A read of another thread's write, or a write over another's read, with nothing
 // between them to order the two is a race: threads of one block with no __syncthreads() between
 // them (lanes of one warp: nor a warp operation), threads of two blocks always -- unless this
-// thread has made an atomic, a fence or a volatile access in the launch (Fiber::synced: a flag,
-// a lock, the last block of a threadfence reduction, which is how blocks do order their accesses
-// on a GPU). Two threads' plain writes of one word are reported when the block ends, if the
+// thread (or one of its block's before a barrier they both passed) has made an atomic, a fence
+// or a volatile access in the launch (Fiber::synced: a flag, a lock, the last block of a
+// threadfence reduction, which is how blocks do order their accesses on a GPU). Two threads' plain writes of one word are reported when the block ends, if the
 // second changed its value (`*found = 1` by many threads is left alone). Elements of under 4
 // bytes or of class type (float4), and arguments over 4 MiB, are not tracked.
 struct GlobalAccess {
     unsigned launch = 0, block = 0, epoch = 0, warp_at = 0;
     int thread = -1, line = 0;
     bool update = false;  // a write of a read-modify-write (p[i] += v; *t = *t + v)
+    const char* text = nullptr;  // the expression ("x[i]")
 };
 struct GlobalWord { GlobalAccess writer, reader; };
 struct ShadowSlot {  // one array argument's words, (re)made at the launch's first access to it
@@ -223,7 +224,11 @@ inline std::string accessor(const GlobalAccess& a) {
                           across ? ", and threads of two blocks are never ordered within a launch"
                                  : " with no __syncthreads() between them",
                           write ? "read" : "write", write ? "write" : "read");
-    if (across)
+    if (other.text && !std::strcmp(other.text, text))  // (check-then-write: `if (v > *best) *best = v`)
+        std::snprintf(what + n, sizeof what - n, "Threads read and write this one element: make "
+                      "the update one atomic (atomicMax(p, v) for `if (v > *p) *p = v`, atomicAdd "
+                      "for a sum), or combine the values within each block first");
+    else if (across)
         std::snprintf(what + n, sizeof what - n, write
                       ? "Write the results to a second array (out of place), or split the kernel "
                         "into two launches where one block's reads must see another's writes"
@@ -231,6 +236,10 @@ inline std::string accessor(const GlobalAccess& a) {
                         "second launch (end the kernel where the dependency is), or let the last "
                         "block to finish do it (__threadfence() after the writes, then an atomicAdd "
                         "on a counter: the block that finds it at gridDim - 1 reads them all)");
+    else if (other.line == line)  // (one statement: an in-place stencil, a shift, a scan step)
+        std::snprintf(what + n, sizeof what - n, "The statement reads elements that the same "
+                      "statement of other threads writes: read them into a variable, "
+                      "__syncthreads(), then write (or write to a second array)");
     else if (unsigned(other.thread) / 32 == worker->current->index / 32)
         std::snprintf(what + n, sizeof what - n, "Both are lanes of warp %u: a __syncwarp() (or a "
                       "__syncthreads()) between the two accesses orders them",
@@ -260,7 +269,7 @@ inline void track_global(const ArgumentRange& r, std::uintptr_t at, std::size_t 
     const unsigned block = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
     const int me = int(f->index);
     const unsigned wepoch = warp_epoch[f->index / 32];
-    const GlobalAccess mine{launches, block, block_epoch, wepoch, me, line, access == 3};
+    const GlobalAccess mine{launches, block, block_epoch, wepoch, me, line, access == 3, text};
     auto unordered = [&](const GlobalAccess& a) {
         if (a.launch != launches || a.thread < 0) return false;
         if (a.block != block) return true;
@@ -283,7 +292,8 @@ inline void track_global(const ArgumentRange& r, std::uintptr_t at, std::size_t 
             }
         }
         if ((access & 1) && unordered(writer)) {
-            if (writer.update && writer.line == line) {  // (`*t = *t + v`: its read comes first)
+            if (writer.update && writer.line == line && writer.text && !std::strcmp(writer.text, text)) {
+                // (`*t = *t + v`: its read comes first)
                 char what[64];
                 std::snprintf(what, sizeof what, "element %zu of argument #%u", element, r.number);
                 lost_update(Update{writer.launch, writer.block, writer.epoch, writer.thread,

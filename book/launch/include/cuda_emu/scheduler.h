@@ -719,8 +719,12 @@ inline void run_grid(
                 if (at_warp) { report_stuck(fibers); break; }
                 if (report_mbarrier_stuck(fibers)) break;
                 if (!check_barrier(fibers)) break;
-                for (Fiber& f : fibers)
+                bool synced = false;  // (what one thread learned by an atomic or a fence, the
+                for (const Fiber& f : fibers) synced |= f.synced;  // barrier passes to all)
+                for (Fiber& f : fibers) {
                     if (f.state == AT_BARRIER) f.state = READY;
+                    f.synced |= synced;
+                }
                 w.at_barrier = 0;
                 if (note) note->waiting = 0;  // the barrier is passed
                 ++block_epoch;

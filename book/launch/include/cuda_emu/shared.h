@@ -256,8 +256,11 @@ inline void check_access(const Place& at, bool write, bool is_volatile, bool unw
                 report_access(at, true, is_volatile, "read", s.reader);
             if (unwritten && s.writer < 0 && !a.escaped)
                 report_access(at, false, is_volatile, nullptr, -1);
-            s.writer = me, s.write_block = block_epoch, s.write_warp = wepoch;
-            s.write_volatile = false, s.write_atomic = true;
+            // (this thread's own plain write in this epoch stays the record: another thread's
+            // atomic before a barrier still races with it, `if (t == 0) total = 0;` then atomics)
+            if (!(s.writer == me && !s.write_atomic && s.write_block == block_epoch))
+                s.writer = me, s.write_block = block_epoch, s.write_warp = wepoch,
+                s.write_volatile = false, s.write_atomic = true;
             continue;
         }
         if (write && unordered(s.reader, s.read_block, s.read_warp, s.read_volatile))
