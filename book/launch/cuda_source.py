@@ -503,6 +503,23 @@ def _shadowed(masked: str, name: str, at: int, functions) -> bool:
     return False
 
 
+_DECLARATOR = re.compile(r"\s*(?:(?:const|constexpr|static|volatile|unsigned|signed)\s+)*"
+                         r"([A-Za-z_][\w:<>]*)[\s*&]+[A-Za-z_]\w*\s*(?:[=\[,(]|$)")
+
+
+def _declares(statement: str) -> bool:
+    """Whether a name after ``statement`` (the text before it since the last ``;``, ``{`` or
+    ``}``) is declared there: ``float scale`` or ``int i = 0, scale`` (in a for's parentheses
+    too), not ``x * scale`` in an expression."""
+    word = re.search(r"\b([A-Za-z_][\w:<>]*)[\s*&]+$", statement)
+    if word and word.group(1) not in _NOT_TYPES and not re.search(
+            r"[-+*/%=<>!?:|^]\s*[\w:<>]+[\s*&]+$", statement):  # (not `y = x * scale`)
+        return True
+    inner = re.split(r"[(;{]", statement)[-1]
+    first = _DECLARATOR.match(inner)
+    return bool(statement.rstrip().endswith(",") and first and first.group(1) not in _NOT_TYPES)
+
+
 _WRITE_AFTER = re.compile(r"\s*(?:[-+*/%&|^]?=(?!=)|<<=|>>=|\+\+|--)")
 
 
@@ -518,13 +535,17 @@ def _constant_write(text: str, masked: str, found: Source) -> str | None:
     alt = "|".join(map(re.escape, names))
     functions = [(h.start(), h.end(), _close(masked, h.end() - 1)) for h in re.finditer(
         r"\b(?:__global__|__device__)\b[^;{}]*?\([^;{}]*\)\s*(?:const\s*)?\{", masked)]
+    heads = [(start, body) for start, body, _ in functions]  # (a default argument: `= 2.0f`)
+    records = [(r.end() - 1, _close(masked, r.end() - 1)) for r in re.finditer(
+        r"\b(?:struct|class|union)\b[^;{}()]*\{", masked)]  # (their members are their own)
     for m in re.finditer(rf"(?<![\w.>:])(?P<pre>\+\+|--)?\s*\b(?P<name>{alt})\b", masked):
         statement = masked[max(masked.rfind(";", 0, m.start()), masked.rfind("}", 0, m.start()),
                                masked.rfind("{", 0, m.start())) + 1:m.start()]
         if re.search(r"\b__constant__\b|\bextern\b", statement):
             continue  # its declaration
-        if _shadowed(masked, m.group("name"), m.start(), functions):
-            continue  # a parameter or local of the same name
+        if _shadowed(masked, m.group("name"), m.start(), functions) or \
+                _declares(statement) or any(a <= m.start() < b for a, b in heads + records):
+            continue  # a parameter, local or member of the same name (or its declaration)
         atomic = re.search(r"\batomic\w*\s*\(\s*&\s*$", masked[max(0, m.start() - 60):m.start()])
         end = m.end()
         while True:  # past its indexes and members: coeffs[i][j], c.n

@@ -410,8 +410,9 @@ def _scalar_lines(text: str, scalars: set[str]) -> str:
     its declaration to the end of the block that declares it, as
     ``::cuda_emu::at_line(count, __LINE__)``, so that a race on it names its line, as an
     element's does (at_line leaves a variable that shadows it as it is). Left alone: a
-    declaration of the name (``bool last = ...``, ``float* total``), its address (``&count``), a
-    member or call of it, what _uses wrapped already (an argument, ``auto``, ``sizeof``)."""
+    declaration of the name (``bool last = ...``, ``float* total``: so is ``x * total``, which
+    then names no line), its address (``&count``), a member or call of it, what _uses wrapped
+    already (an argument, ``auto``, ``sizeof``)."""
     if not scalars:
         return text
     blanked = blank(text)
@@ -435,7 +436,7 @@ def _scalar_lines(text: str, scalars: set[str]) -> str:
             if after[:1] in ("{", ".", "(", "[") or after in ("->", "::"):
                 continue
             before = blanked[max(0, m.start() - 80):m.start()]
-            word = re.search(r"([A-Za-z_]\w*)\s*$", before)
+            word = re.search(r"([A-Za-z_]\w*)[\s*&]*$", before)  # (float* total: a declaration)
             if _WRAPPED.search(before) or re.search(r"(?<!&)&\s*$", before) or (
                     word and word.group(1) not in rewrite_memory.KEYWORDS_BEFORE_EXPR) or \
                     rewrite_memory._declared_after_comma(blanked, m.start()):

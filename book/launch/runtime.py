@@ -94,7 +94,7 @@ class _HostNumPy(type(np)):
 
     @staticmethod
     def _poisoned(a):
-        if a.dtype != object and a.size:
+        if not a.dtype.hasobject and a.size:
             a.ravel(order="K").view(np.uint8).fill(0xFF)  # (fresh: contiguous, a view)
         return a
 

@@ -377,7 +377,7 @@ class _Worker:
             request = pickle.dumps((library, kernel, tuple(grid), tuple(block), shared_mem,
                                     workers, self.arena.key, places,
                                     tuple((str(name), bytes(data)) for name, data in symbols)))
-            self.running = (int(np.prod(grid)), workers)  # (blocks, blocks at a time: waiting())
+            self.running = (int(np.prod(grid)), max(int(workers), 1))  # (for waiting())
             reply = self.wait(request, timeout_s)
             if reply == UNREACHABLE and not _Arena.named:  # once: a named arena from now on
                 _Arena.named = True

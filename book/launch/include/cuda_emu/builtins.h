@@ -71,10 +71,24 @@ template <class T, class V> inline void __stcg(T* p, V v) { *p = static_cast<T>(
 template <class T, class V> inline void __stcs(T* p, V v) { *p = static_cast<T>(v); }
 template <class T, class V> inline void __stwt(T* p, V v) { *p = static_cast<T>(v); }
 // Atomics: the value converts to the pointer's type, as CUDA's overloads take it (atomicAdd(p, 1)
-// on a float* or an unsigned* is legal CUDA). In check mode each marks its thread as one that
-// synchronizes (Fiber::synced: memory.h's check of races on global memory leaves it alone).
+// on a float* or an unsigned* is legal CUDA). In check mode one on global memory marks its
+// thread as one that synchronizes (Fiber::synced: memory.h's check of races on global memory
+// leaves it alone), as __threadfence() and a volatile read of global memory do.
 namespace cuda_emu {
-inline void note_atomic() {
+// (an atomic on shared memory orders nothing between blocks: only global memory's count)
+inline void note_atomic(const volatile void* p) {
+    if constexpr (kCheck) {
+        auto* f = worker ? worker->current : nullptr;
+        if (!f || f->synced) return;
+        const auto* at = (const volatile unsigned char*)p;
+        for (const SharedInfo* a : shared_arrays)
+            if (a->begin && at >= a->begin && at < a->begin + a->bytes) return;
+        const auto* d = (const volatile unsigned char*)dynamic_smem;
+        if (d && at >= d && at < d + dynamic_smem_bytes) return;
+        f->synced = true;
+    }
+}
+inline void note_fence() {
     if constexpr (kCheck)
         if (auto* f = worker ? worker->current : nullptr) f->synced = true;
 }
@@ -82,11 +96,11 @@ inline void note_atomic() {
 template <class T, class V>  // (the 16-bit floats' own overloads are in half.h)
     requires std::is_arithmetic_v<T>
 inline T atomicAdd(T* p, V v) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     return std::atomic_ref<T>(*p).fetch_add(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicSub(T* p, V v) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     return std::atomic_ref<T>(*p).fetch_sub(static_cast<T>(v));
 }
 // atomicExch and atomicCAS are what a spin lock spins on (while (atomicCAS(&lock, 0, 1)) {}):
@@ -102,15 +116,15 @@ template <class T, class V> inline T atomicExch(T* p, V v) {
     return std::atomic_ref<T>(*p).exchange(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicAnd(T* p, V v) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     return std::atomic_ref<T>(*p).fetch_and(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicOr(T* p, V v) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     return std::atomic_ref<T>(*p).fetch_or(static_cast<T>(v));
 }
 template <class T, class V> inline T atomicXor(T* p, V v) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     return std::atomic_ref<T>(*p).fetch_xor(static_cast<T>(v));
 }
 template <class T, class U, class V> inline T atomicCAS(T* p, U expected_in, V desired) {
@@ -123,7 +137,7 @@ template <class T, class U, class V> inline T atomicCAS(T* p, U expected_in, V d
     return expected;  // the old value, whether or not it was replaced
 }
 template <class T, class V> inline T atomicMax(T* p, V value) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     const T v = static_cast<T>(value);
     std::atomic_ref<T> a(*p);
     T old = a.load();
@@ -131,7 +145,7 @@ template <class T, class V> inline T atomicMax(T* p, V value) {
     return old;
 }
 template <class T, class V> inline T atomicMin(T* p, V value) {
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     const T v = static_cast<T>(value);
     std::atomic_ref<T> a(*p);
     T old = a.load();
@@ -139,7 +153,7 @@ template <class T, class V> inline T atomicMin(T* p, V value) {
     return old;
 }
 template <class F> inline unsigned atomic_update(unsigned* p, F next) {  // old -> next(old)
-    ::cuda_emu::note_atomic();
+    ::cuda_emu::note_atomic(p);
     std::atomic_ref<unsigned> a(*p);
     unsigned old = a.load();
     while (!a.compare_exchange_weak(old, next(old))) {}
@@ -184,9 +198,9 @@ inline int __mul24(int a, int b) {  // the low 32 bits of the product of a's and
     return int((long long)(int(unsigned(a) << 8) >> 8) * (int(unsigned(b) << 8) >> 8));
 }
 inline unsigned __umul24(unsigned a, unsigned b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); ::cuda_emu::yield_fiber(); }
+inline void __threadfence() { ::cuda_emu::note_fence(); std::atomic_thread_fence(std::memory_order_seq_cst); ::cuda_emu::yield_fiber(); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); ::cuda_emu::yield_fiber(); }
-inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); ::cuda_emu::yield_fiber(); }
+inline void __threadfence_system() { ::cuda_emu::note_fence(); std::atomic_thread_fence(std::memory_order_seq_cst); ::cuda_emu::yield_fiber(); }
 inline long long clock64() {  // nanoseconds of the host's clock: it counts up, as the SM's does
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch()).count();

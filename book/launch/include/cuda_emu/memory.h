@@ -181,7 +181,8 @@ inline void note_update(std::uintptr_t at, std::size_t size, const char* text, i
 // or a volatile access in the launch (Fiber::synced: a flag, a lock, the last block of a
 // threadfence reduction, which is how blocks do order their accesses on a GPU). Two threads' plain writes of one word are reported when the block ends, if the
 // second changed its value (`*found = 1` by many threads is left alone). Elements of under 4
-// bytes or of class type (float4), and arguments over 4 MiB, are not tracked.
+// bytes or of class type (float4), and arguments over 1 MiB (80 bytes of records a word), are
+// not tracked.
 struct GlobalAccess {
     unsigned launch = 0, block = 0, epoch = 0, warp_at = 0;
     int thread = -1, line = 0;
@@ -253,15 +254,16 @@ inline std::string accessor(const GlobalAccess& a) {
 inline void track_global(const ArgumentRange& r, std::uintptr_t at, std::size_t size, int access,
                          const char* text, int line) {
     Fiber* f = worker ? worker->current : nullptr;
-    if (!f || f->synced || r.number > 63 || r.hi - r.lo > (std::uintptr_t(1) << 22) ||
+    if (!f || f->synced || r.number > 63 || r.hi - r.lo > (std::uintptr_t(1) << 20) ||
         at < r.lo || at + size > r.hi)
         return;
     ShadowSlot& slot = shadow_slots[r.number];
     if (slot.launch.load(std::memory_order_acquire) != launches) {
         std::lock_guard<std::mutex> hold(shadow_made);
-        if (slot.launch.load() != launches) {
+        if (slot.launch.load() != launches) {  // (records of earlier launches name them: kept)
+            if (slot.words.size() != (r.hi - r.lo + 3) / 4)
+                slot.words.assign((r.hi - r.lo + 3) / 4, GlobalWord{});
             slot.lo = r.lo, slot.hi = r.hi;
-            slot.words.assign((r.hi - r.lo + 3) / 4, GlobalWord{});
             slot.launch.store(launches, std::memory_order_release);
         }
     }
@@ -311,7 +313,8 @@ inline void track_global(const ArgumentRange& r, std::uintptr_t at, std::size_t 
     }
 }
 
-// After each block: the second of two unordered writes of a word that changed its value.
+// At each barrier of a block and at its end: the second of two unordered writes of a word that
+// changed its value (a later write ordered after both may change it again: checked before it).
 inline void check_global_writes() {
     for (const SecondWrite& s : second_writes) {
         unsigned long long now = 0;
@@ -319,13 +322,13 @@ inline void check_global_writes() {
         if (now == s.before) continue;
         char what[1000];
         std::snprintf(what, sizeof what, "race on global memory: %s wrote %s on line %d (element "
-                      "%zu of argument #%u), and %s wrote a different value there on line %d, "
+                      "%zu of argument #%u), and %s wrote a different value there (%s, line %d) "
                       "in this launch%s: on a GPU which write lands last is not defined. Give each "
                       "thread its own element (out[i], not out[i / 2]), or combine the values "
                       "with an atomic (atomicAdd, atomicMax)",
-                      accessor(s.other).c_str(), s.text, s.other.line,
-                      (std::size_t)((s.at - s.lo) / s.size), s.number, accessor(s.mine).c_str(),
-                      s.mine.line, s.other.block != s.mine.block
+                      accessor(s.other).c_str(), s.other.text ? s.other.text : s.text,
+                      s.other.line, (std::size_t)((s.at - s.lo) / s.size), s.number,
+                      accessor(s.mine).c_str(), s.text, s.mine.line, s.other.block != s.mine.block
                           ? " (threads of two blocks are never ordered within a launch)"
                           : " with no __syncthreads() between the two writes");
         second_writes.clear();
@@ -335,6 +338,7 @@ inline void check_global_writes() {
     }
     second_writes.clear();
 }
+inline void clear_global_writes() { second_writes.clear(); }  // (a block starts, or one failed)
 
 // `count++` (`count += x`...) of a scalar __device__ variable, in check mode (rewrite_memory's
 // device_updates writes the call): the same check as note_update's, the variable named.

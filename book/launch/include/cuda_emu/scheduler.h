@@ -247,7 +247,6 @@ inline void yield_fiber() {
     if (w == nullptr || w->current == nullptr) return;  // (not in a kernel's thread)
     Fiber* f = w->current;
     f->yielded = true;
-    f->synced = true;
     switch_context(f->ctx, w->scheduler);
 }
 
@@ -342,6 +341,7 @@ inline void begin_dynamic_shared(unsigned char* data, std::size_t bytes);  // (i
 inline void end_dynamic_shared();
 inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes);
 inline void check_global_writes();  // (in memory.h)
+inline void clear_global_writes();
 
 // __reduce_*_sync (redux.sync): the 32-bit values of the lanes of `mask` combined; kind = 0 add
 // (wrapping), 1 min, 2 max, 3 and, 4 or, 5 xor, plus 8 where min and max compare signed ints.
@@ -667,6 +667,7 @@ inline void run_grid(
                          unsigned(b / (std::size_t(grid.x) * grid.y))};
             std::memset(smem, 0xFF, dynamic.size);
             reset_shared_checks(n_threads);
+            clear_global_writes();
             for (unsigned i = 0; i < n_threads; ++i) {
                 Fiber& f = fibers[i];
                 f.tid = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
@@ -719,8 +720,11 @@ inline void run_grid(
                 if (at_warp) { report_stuck(fibers); break; }
                 if (report_mbarrier_stuck(fibers)) break;
                 if (!check_barrier(fibers)) break;
-                bool synced = false;  // (what one thread learned by an atomic or a fence, the
-                for (const Fiber& f : fibers) synced |= f.synced;  // barrier passes to all)
+                check_global_writes();  // (before a write that the barrier orders after them)
+                if (w.failed) break;
+                bool synced = false;  // (what a thread at the barrier learned by an atomic or a
+                for (const Fiber& f : fibers)  // fence, the barrier passes to all)
+                    synced |= f.synced && f.state == AT_BARRIER;
                 for (Fiber& f : fibers) {
                     if (f.state == AT_BARRIER) f.state = READY;
                     f.synced |= synced;
@@ -731,6 +735,7 @@ inline void run_grid(
             }
             if (!w.failed) check_before_shared(dynamic.map, before_smem);
             if (!w.failed) check_global_writes();
+            else clear_global_writes();
         }
         end_dynamic_shared();
         if (fault_report) {

@@ -768,7 +768,7 @@ inline decltype(auto) arg_of(X&& x) {
 // as an element's does; anything else (a variable of another function with the same name) as
 // it is.
 template <class X>
-inline decltype(auto) at_line(X&& x, int line) {
+constexpr decltype(auto) at_line(X&& x, int line) {  // (constexpr: a constexpr local it shadows)
     using D = std::remove_cvref_t<X>;
     if constexpr (is_shared_scalar<D>::value && requires { x.ref(); }) {
         auto r = x.ref();
