@@ -94,6 +94,23 @@ def test_legal_global_patterns_run_in_check_mode(check_mode):
     assert to_host(out)[0] == values.sum()
 
 
+def test_one_value_then_ordered_atomics_and_a_failed_launch_leave_no_race(check_mode):
+    """Writes of one value by every thread, then atomics after a barrier (the pending second
+    write is compared at the barrier, not at the block's end); and a launch that failed leaves
+    nothing pending for the next one."""
+    x = to_device(np.linspace(-1, 1, 128).astype(np.float32))
+    count = xp.zeros(2, dtype=xp.float32)
+    kernel("count_positive")(2, 64, (x, count))
+    assert to_host(count).tolist() == [0.0, 64.0]
+    out = xp.zeros(64, dtype=xp.float32)
+    if BACKEND == "cpu":
+        with pytest.raises(LaunchError, match=r"out\[1000\]"):
+            kernel("same_then_fail")(1, 64, (x, out))
+    out[...] = 7
+    kernel("twice")(1, 64, (x, out))
+    assert np.array_equal(to_host(out), 2 * to_host(x)[:64])
+
+
 def test_a_kernel_writing_constant_memory_is_refused(tmp_path):
     """NVRTC compiles an element's store (with a warning) and the launch fails on a GPU (an
     H200: 'unspecified launch failure'); the emulator would keep it. Refused on both backends,
@@ -120,12 +137,16 @@ def test_a_kernel_writing_constant_memory_is_refused(tmp_path):
 def test_a_parameter_or_local_named_as_a_constant_may_be_written(tmp_path):
     """Another kernel's parameter or local array of the same name is its own variable."""
     source = tmp_path / "shadows.cu"
-    source.write_text("__constant__ float scale;\n__constant__ float w[4];\n"
+    source.write_text("__constant__ float scale;\n__constant__ float w[4];\n__constant__ int n;\n"
+                      "struct Gain { float scale; __device__ void set(float s) { scale = s; } };\n"
+                      "__device__ float times(float x, float scale = 2.0f) { return x * scale; }\n"
                       "extern \"C\" __global__ void k(const float* x, float* y, float scale) {\n"
                       "    float w[4];\n"
                       "    for (int k = 0; k < 4; ++k) w[k] = k;\n"
                       "    scale *= 0.5f;\n"
-                      "    y[threadIdx.x] = x[threadIdx.x] * scale + w[threadIdx.x & 3];\n}\n")
+                      "    for (int i = 0, n = 1; i < n; ++i) scale += 0.f;\n"
+                      "    Gain g; g.set(1.f);\n"
+                      "    y[threadIdx.x] = times(x[threadIdx.x] * scale * g.scale) / 2 + w[threadIdx.x & 3];\n}\n")
     y = xp.zeros(8, dtype=xp.float32)
     load_kernel(source, "k")(1, 8, (to_device(np.ones(8, np.float32)), y, np.float32(4)))
     assert np.array_equal(to_host(y), 2 + np.arange(8) % 4)

@@ -323,3 +323,9 @@ def test_check_mode_finds_atomics_racing_the_zeroing_before_them(check_mode):
             rf"thread writes total, which thread \(0, 0, 0\) wrote with no __syncthreads\(\) between "
             rf"them \(line {line + 1}\)")):
         kernel("init_then_atomics")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.float32)))
+
+
+def test_names_shadowing_a_shared_scalar_compile_in_check_mode(check_mode):
+    out = xp.zeros(32, dtype=xp.float32)
+    kernel("scalar_shadows")((1,), (32,), (out,))
+    assert (to_host(out) == 11.0).all()

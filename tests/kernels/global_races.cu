@@ -79,3 +79,20 @@ extern "C" __global__ void smooth_in_place(float* x, int n) {
     int i = threadIdx.x;
     if (i > 0 && i < n - 1) x[i] = 0.25f * x[i - 1] + 0.5f * x[i] + 0.25f * x[i + 1];  // stencil
 }
+
+// Legal: every thread zeroes its block's counter (one value), then, after a barrier, atomics.
+extern "C" __global__ void count_positive(const float* x, float* count) {
+    count[blockIdx.x] = 0.f;
+    __syncthreads();
+    if (x[blockIdx.x * blockDim.x + threadIdx.x] > 0.f) atomicAdd(&count[blockIdx.x], 1.f);
+}
+
+// Every thread writes one value to out[0]; thread 63 then runs past the array (the launch fails).
+extern "C" __global__ void same_then_fail(const float* x, float* out) {
+    out[0] = 1.f;
+    if (threadIdx.x == 63) out[1000] = x[0];
+}
+
+extern "C" __global__ void twice(const float* x, float* out) {
+    out[threadIdx.x] = 2.f * x[threadIdx.x];
+}

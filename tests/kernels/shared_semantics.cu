@@ -340,3 +340,21 @@ extern "C" __global__ void init_then_atomics(const float* x, float* out) {
     __syncthreads();
     if (threadIdx.x == 0) out[0] = total;
 }
+
+// Legal: names that shadow a __shared__ scalar (a lambda's pointer parameter, a constexpr local).
+extern "C" __global__ void scalar_shadows(float* out) {
+    __shared__ float total;
+    __shared__ int n;
+    if (threadIdx.x == 0) total = 1.0f, n = 2;
+    __syncthreads();
+    auto add = [](float* total, float v) { *total += v; };
+    float mine = 0.0f;
+    add(&mine, total);
+    float v = n;
+    {
+        constexpr int n = 4;
+        constexpr int m = n * 2;
+        v += m;
+    }
+    out[threadIdx.x] = mine + v;
+}
