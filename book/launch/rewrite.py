@@ -233,7 +233,7 @@ def _operand_end(blanked: str, i: int, members: bool = True) -> int:
 
 _ATOMIC_ADDRESS = re.compile(r"\batomic[A-Z]\w*\s*\(\s*(?P<amp>&)\s*")
 """``atomicAdd(&`` -- of a __shared__ element or scalar, the ``&x`` becomes
-``atomic_address(x)`` (shared.h): the address, checked as an atomic access in check mode."""
+``atomic_address(x)`` (shared_uses.h): the address, checked as an atomic access in check mode."""
 
 
 def _last_index(blanked: str, start: int, end: int) -> int:

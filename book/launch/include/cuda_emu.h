@@ -89,6 +89,7 @@
 #include "cuda_emu/scheduler.h"
 #include "cuda_emu/warp.h"
 #include "cuda_emu/shared.h"
+#include "cuda_emu/shared_uses.h"
 #include "cuda_emu/memory.h"
 #include "cuda_emu/builtins.h"
 #include "cuda_emu/math.h"
