@@ -63,6 +63,16 @@ def test_an_in_place_shift_whose_write_overtakes_a_read(check_mode):
 
 
 @on_cpu
+def test_an_update_through_a_helpers_reference_parameter_is_a_lost_update(check_mode):
+    line = line_of(SOURCE, "// through a reference")
+    with pytest.raises(LaunchError, match=(
+            rf"thread \(1, 0, 0\): lost update: c on line {line} reads and writes element 0 of "
+            r"`count`, which thread \(0, 0, 0\) of block \(0, 0, 0\) also updated")):
+        kernel("count_by_reference")(1, 64, (to_device(np.ones(64, np.float32)),
+                                             xp.zeros(1, dtype=xp.int32), np.int32(64)))
+
+
+@on_cpu
 def test_a_check_then_write_is_told_to_be_an_atomic(check_mode):
     line = line_of(SOURCE, "// check then write")
     with pytest.raises(LaunchError, match=(

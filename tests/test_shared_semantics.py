@@ -329,3 +329,11 @@ def test_names_shadowing_a_shared_scalar_compile_in_check_mode(check_mode):
     out = xp.zeros(32, dtype=xp.float32)
     kernel("scalar_shadows")((1,), (32,), (out,))
     assert (to_host(out) == 11.0).all()
+
+
+@emulator_only
+def test_check_mode_finds_a_shared_update_through_a_helpers_reference(check_mode):
+    with pytest.raises(LaunchError, match=(
+            r"shared_count_by_reference: block \(0, 0, 0\), thread \(1, 0, 0\): race on shared "
+            r"memory: this thread reads count, which thread \(0, 0, 0\) wrote")):
+        kernel("shared_count_by_reference")((1,), (64,), (np.ones(64, np.float32), np.zeros(1, np.int32)))

@@ -465,12 +465,15 @@ def device_updates(text: str) -> str:
     if pointers:
         targets.append(r"(?:" + "|".join(map(re.escape, sorted(pointers))) + r")\s*->\s*[A-Za-z_]\w*")
     if not targets:
-        return text
+        return _apply(text, _reference_parameter_updates(text, blanked))
     alt = "|".join(targets)
     found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
                        rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
-    edits = []
+    edits = _reference_parameter_updates(text, blanked)
+    taken = [(a, b) for a, b, _ in edits]
     for m in found.finditer(blanked):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
         target = m.group("a") or m.group("b")
         flat = re.sub(r"\s+", "", target)
         rhs = re.sub(r"\s+", "", blanked[m.end():_update_end(blanked, m.end())])
@@ -485,6 +488,41 @@ def device_updates(text: str) -> str:
                     f"sizeof({target}), {_literal(target)}, __LINE__), ")
         edits.append((m.start(), end, note + text[m.start():end] + ")"))
     return _apply(text, edits)
+
+
+_ARITHMETIC_REFERENCE = re.compile(
+    r"^\s*(?:volatile\s+)?(?:(?:unsigned|signed|long|short|int|char|float|double|bool|size_t|"
+    r"u?int(?:8|16|32|64)_t)\s*)+&\s*([A-Za-z_]\w*)\s*$")
+"""A __device__ function's parameter ``int& c`` (not const): what the function updates through
+it is an element of the caller's, maybe shared by other threads."""
+
+
+def _reference_parameter_updates(text: str, blanked: str) -> list[tuple[int, int, str]]:
+    """Edits that check each read-modify-write (``c++``, ``c += v``, ``c = c + 1``) of an
+    arithmetic reference parameter inside its __device__ function, as device_updates checks a
+    reference to an element (``bump(count[0])`` of ``__device__ void bump(int& c) { c = c + 1; }``
+    by many threads: note_update names a lost update in an array argument, a race in shared
+    memory)."""
+    edits = []
+    for head in re.finditer(r"\b__device__\b[^;{}]*?\(([^;{}]*)\)\s*(?:const\s*)?\{", blanked):
+        names = [m.group(1) for m in map(_ARITHMETIC_REFERENCE.match, split_top(head.group(1))) if m]
+        if not names:
+            continue
+        body, end = head.end() - 1, _match(blanked, head.end() - 1, "{", "}")
+        alt = "|".join(map(re.escape, names))
+        found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
+                           rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
+        for m in found.finditer(blanked, body, end if end > 0 else len(blanked)):
+            target = m.group("a") or m.group("b")
+            rhs = re.sub(r"\s+", "", blanked[m.end():_update_end(blanked, m.end())])
+            if m.group("op") == "=" and not re.search(rf"(?<![\w.>]){re.escape(target)}(?![\w])", rhs):
+                continue  # (c = 0 does not update)
+            stop = m.end() if m.group("pre") or m.group("op") in ("++", "--") else \
+                _update_end(blanked, m.end())
+            edits.append((m.start(), stop, f"(::cuda_emu::note_update(reinterpret_cast<std::uintptr_t>"
+                                            f"(&({target})), sizeof({target}), {_literal(target)}, "
+                                            f"__LINE__), {text[m.start():stop]})"))
+    return edits
 
 
 # ---- *p -> *::cuda_emu::deref(p, line, "*p", access) ----------------------------------------

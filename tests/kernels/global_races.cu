@@ -96,3 +96,11 @@ extern "C" __global__ void same_then_fail(const float* x, float* out) {
 extern "C" __global__ void twice(const float* x, float* out) {
     out[threadIdx.x] = 2.f * x[threadIdx.x];
 }
+
+// A bug: a counter bumped through a helper's reference parameter by every thread.
+__device__ void bump(int& c) { c = c + 1; }  // through a reference
+
+extern "C" __global__ void count_by_reference(const float* x, int* count, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] > 0.f) bump(count[0]);
+}

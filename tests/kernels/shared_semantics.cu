@@ -358,3 +358,15 @@ extern "C" __global__ void scalar_shadows(float* out) {
     }
     out[threadIdx.x] = mine + v;
 }
+
+// A bug: a __shared__ counter bumped through a helper's reference parameter by every thread.
+__device__ void inc(int& c) { c++; }
+
+extern "C" __global__ void shared_count_by_reference(const float* x, int* out) {
+    __shared__ int count;
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    if (x[threadIdx.x] > 0.f) inc(count);
+    __syncthreads();
+    if (threadIdx.x == 0) out[0] = count;
+}

@@ -162,7 +162,10 @@ inline std::optional<Update> clashing_update(std::uintptr_t at, int line) {
 
 inline void note_update(std::uintptr_t at, std::size_t size, const char* text, int line) {
     const ArgumentRange r = argument_holding(at);
-    if (!r.number) return;  // (a thread's own memory, shared memory: other checks)
+    if (!r.number) {  // (a thread's own memory; shared memory, reached through a reference: raced)
+        track_through_pointer(reinterpret_cast<const void*>(at), size, 3, line);
+        return;
+    }
     if (const auto u = clashing_update(at, line)) {
         char element[64];
         std::snprintf(element, sizeof element, "element %zu of argument #%u",
