@@ -416,20 +416,14 @@ def _scalar_lines(text: str, scalars: set[str]) -> str:
     if not scalars:
         return text
     blanked = blank(text)
-    edits = []
+    inside, edits = _enclosing(blanked), []
     for decl in re.finditer(r"::cuda_emu::shared_scalar<[^;{}]*?>\s+(\w+)\s*\{", blanked):
         name = decl.group(1)
         if name not in scalars:
             continue
         start = _close(blanked, decl.end() - 1)  # past its {"name", "type"}
-        depth, end = 0, len(blanked)
-        for k in range(decl.start(), -1, -1):  # the block that declares it: its {
-            depth += blanked[k] == "}"
-            if blanked[k] == "{":
-                if depth == 0:
-                    end = _close(blanked, k)
-                    break
-                depth -= 1
+        block = inside[decl.start()]  # (the block that declares it; -1: the file)
+        end = _close(blanked, block) if block >= 0 else len(blanked)
         mention = re.compile(r"(?<![\w.>&\[])(?<!::)\b" + re.escape(name) + r"\b")
         for m in mention.finditer(blanked, start, end):
             after = blanked[m.end():].lstrip()[:2]

@@ -464,16 +464,23 @@ def device_updates(text: str) -> str:
     targets = [re.escape(n) for n in sorted(scalars | references)]
     if pointers:
         targets.append(r"(?:" + "|".join(map(re.escape, sorted(pointers))) + r")\s*->\s*[A-Za-z_]\w*")
-    if not targets:
-        return _apply(text, _reference_parameter_updates(text, blanked))
-    alt = "|".join(targets)
-    found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
-                       rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
     edits = _reference_parameter_updates(text, blanked)
     taken = [(a, b) for a, b, _ in edits]
-    for m in found.finditer(blanked):
-        if any(a <= m.start() < b for a, b in taken):
-            continue
+    if targets:
+        edits += [e for e in _update_edits(text, blanked, "|".join(targets), scalars)
+                  if not any(a <= e[0] < b for a, b in taken)]
+    return _apply(text, edits)
+
+
+def _update_edits(text: str, blanked: str, alt: str, scalars=frozenset(), lo: int = 0,
+                  hi: int | None = None) -> list[tuple[int, int, str]]:
+    """The edits of device_updates for each read-modify-write of what ``alt`` matches in
+    ``blanked[lo:hi]``: note_device_update for a scalar ``__device__`` variable (``scalars``),
+    note_update for anything else."""
+    found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
+                       rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
+    edits = []
+    for m in found.finditer(blanked, lo, len(blanked) if hi is None else hi):
         target = m.group("a") or m.group("b")
         flat = re.sub(r"\s+", "", target)
         rhs = re.sub(r"\s+", "", blanked[m.end():_update_end(blanked, m.end())])
@@ -487,7 +494,7 @@ def device_updates(text: str) -> str:
             note = (f"(::cuda_emu::note_update(reinterpret_cast<std::uintptr_t>(&({target})), "
                     f"sizeof({target}), {_literal(target)}, __LINE__), ")
         edits.append((m.start(), end, note + text[m.start():end] + ")"))
-    return _apply(text, edits)
+    return edits
 
 
 _ARITHMETIC_REFERENCE = re.compile(
@@ -509,19 +516,8 @@ def _reference_parameter_updates(text: str, blanked: str) -> list[tuple[int, int
         if not names:
             continue
         body, end = head.end() - 1, _match(blanked, head.end() - 1, "{", "}")
-        alt = "|".join(map(re.escape, names))
-        found = re.compile(rf"(?<![\w.>])(?:(?P<pre>\+\+|--)\s*(?P<a>{alt})\b|(?P<b>{alt})\b\s*"
-                           rf"(?P<op>{_UPDATE_OPS}|=(?!=)))")
-        for m in found.finditer(blanked, body, end if end > 0 else len(blanked)):
-            target = m.group("a") or m.group("b")
-            rhs = re.sub(r"\s+", "", blanked[m.end():_update_end(blanked, m.end())])
-            if m.group("op") == "=" and not re.search(rf"(?<![\w.>]){re.escape(target)}(?![\w])", rhs):
-                continue  # (c = 0 does not update)
-            stop = m.end() if m.group("pre") or m.group("op") in ("++", "--") else \
-                _update_end(blanked, m.end())
-            edits.append((m.start(), stop, f"(::cuda_emu::note_update(reinterpret_cast<std::uintptr_t>"
-                                            f"(&({target})), sizeof({target}), {_literal(target)}, "
-                                            f"__LINE__), {text[m.start():stop]})"))
+        edits += _update_edits(text, blanked, "|".join(map(re.escape, names)), lo=body,
+                               hi=end if end > 0 else None)
     return edits
 
 

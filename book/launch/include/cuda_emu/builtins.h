@@ -79,13 +79,8 @@ namespace cuda_emu {
 inline void note_atomic(const volatile void* p) {
     if constexpr (kCheck) {
         auto* f = worker ? worker->current : nullptr;
-        if (!f || f->synced) return;
-        const auto* at = (const volatile unsigned char*)p;
-        for (const SharedInfo* a : shared_arrays)
-            if (a->begin && at >= a->begin && at < a->begin + a->bytes) return;
-        const auto* d = (const volatile unsigned char*)dynamic_smem;
-        if (d && at >= d && at < d + dynamic_smem_bytes) return;
-        f->synced = true;
+        Place shared;
+        if (f && !f->synced && !locate(p, 1, shared)) f->synced = true;
     }
 }
 inline void note_fence() {

@@ -341,7 +341,7 @@ inline void check_global_writes() {
     }
     second_writes.clear();
 }
-inline void clear_global_writes() { second_writes.clear(); }  // (a block starts, or one failed)
+inline void clear_global_writes() { second_writes.clear(); }  // (as each block starts)
 
 // `count++` (`count += x`...) of a scalar __device__ variable, in check mode (rewrite_memory's
 // device_updates writes the call): the same check as note_update's, the variable named.

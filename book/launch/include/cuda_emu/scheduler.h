@@ -341,7 +341,7 @@ inline void begin_dynamic_shared(unsigned char* data, std::size_t bytes);  // (i
 inline void end_dynamic_shared();
 inline void check_before_shared(const unsigned char* dynamic_before, std::size_t dynamic_bytes);
 inline void check_global_writes();  // (in memory.h)
-inline void clear_global_writes();
+inline void clear_global_writes();  // (as a block starts: a failed one's are left)
 
 // __reduce_*_sync (redux.sync): the 32-bit values of the lanes of `mask` combined; kind = 0 add
 // (wrapping), 1 min, 2 max, 3 and, 4 or, 5 xor, plus 8 where min and max compare signed ints.
@@ -735,7 +735,6 @@ inline void run_grid(
             }
             if (!w.failed) check_before_shared(dynamic.map, before_smem);
             if (!w.failed) check_global_writes();
-            else clear_global_writes();
         }
         end_dynamic_shared();
         if (fault_report) {
